@@ -9,6 +9,8 @@ CORE_REQUIRES = [
     'tensorflow>=2.21,<2.22',
     'tensorflow-probability>=0.25,<0.26',
     'tf-keras>=2.21,<2.22',
+    # TF 2.21 no longer depends on TensorBoard, but tf.summary and run_local.sh need it.
+    'tensorboard>=2.20,<3',
     'grpcio>=1.85.1,<2',
     'protobuf>=7.35.1,<8',
     'absl-py>=2.1',

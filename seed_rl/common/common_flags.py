@@ -1,0 +1,25 @@
+"""Flags shared by the actor and the learner of every seed_rl entry point.
+
+Importing this module defines the flags; the values are read through `absl.flags.FLAGS`.
+"""
+
+from absl import flags
+
+flags.DEFINE_string('logdir', '/tmp/agent', 'TensorFlow log and checkpoint directory.')
+# Google Cloud passes the job directory as --job-dir; it names the same directory.
+flags.DEFINE_alias('job-dir', 'logdir')
+flags.DEFINE_string('server_address', 'localhost:8686',
+                    'Address of the learner: the learner listens on it, actors connect to '
+                    'it. host:port, [::]:port or unix:/path.')
+flags.DEFINE_enum('run_mode', None, ['learner', 'actor'],
+                  'Whether this process is the learner or an actor.')
+flags.DEFINE_integer('num_eval_envs', 0,
+                     'Number of environments (the highest ids) used only for evaluation.')
+flags.DEFINE_integer('env_batch_size', 1,
+                     'Environments per actor; one inference call carries all of them.')
+flags.DEFINE_integer('num_envs', 4,
+                     'Total number of environments over all actors '
+                     '(number of actors x env_batch_size).')
+flags.DEFINE_integer('num_action_repeats', 1,
+                     'Times each action is repeated (frame skip). Used to count frames and '
+                     'to create environments.')
