@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Runs a SEED RL experiment on this machine: one learner, NUM_ACTORS actors and TensorBoard.
+#
+#   ./run_local.sh ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
+#
+# ENV: atari | football | dmlab | gym;  AGENT: vtrace | r2d2.
+# The first run creates .venv and installs what ENV needs. With tmux and an interactive
+# terminal the processes run in a tmux session "seed_rl" (the original's layout); otherwise
+# they run in the background, one log per process under LOGDIR/logs, with a progress line
+# here. Ctrl-C or ./stop_local.sh stops everything (the learner checkpoints first).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")" && pwd)"
+cd "$ROOT"
+
+usage() {
+  cat >&2 <<EOF
+Usage: $0 ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
+  ENV             atari | football | dmlab | gym
+  AGENT           vtrace | r2d2
+  NUM_ACTORS      number of actor processes (an integer, no leading zeros)
+  ENV_BATCH_SIZE  environments per actor (default 1)
+  --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1
+Environment: SEED_RL_NO_TMUX=1 forces background mode.
+Examples:
+  $0 gym vtrace 2 --env_name=CartPole-v1
+  $0 atari vtrace 4
+  $0 atari r2d2 4 4
+EOF
+  exit 1
+}
+
+die() { echo "run_local.sh: $*" >&2; exit 1; }
+
+[ $# -ge 3 ] || usage
+ENVIRONMENT="$1"; AGENT="$2"; NUM_ACTORS="$3"; shift 3
+ENV_BATCH_SIZE=1
+if [ $# -gt 0 ] && [[ "$1" != -* ]]; then ENV_BATCH_SIZE="$1"; shift; fi
+EXTRA_FLAGS=("$@")
+
+[[ "$ENVIRONMENT" =~ ^(atari|football|dmlab|gym)$ ]] || {
+  echo "run_local.sh: unknown ENV '$ENVIRONMENT'" >&2; usage; }
+[[ "$AGENT" =~ ^(vtrace|r2d2)$ ]] || { echo "run_local.sh: unknown AGENT '$AGENT'" >&2; usage; }
+[[ "$NUM_ACTORS" =~ ^(0|[1-9][0-9]*)$ ]] || {
+  echo "run_local.sh: NUM_ACTORS must be a non-negative integer, got '$NUM_ACTORS'" >&2; usage; }
+[[ "$ENV_BATCH_SIZE" =~ ^[1-9][0-9]*$ ]] || {
+  echo "run_local.sh: ENV_BATCH_SIZE must be a positive integer, got '$ENV_BATCH_SIZE'" >&2; usage; }
+for flag in "${EXTRA_FLAGS[@]}"; do
+  [[ "$flag" == --* ]] || die "extra arguments must be --flag=value, got '$flag'"
+  case "$flag" in
+    --num_envs=*|--env_batch_size=*|--task=*|--run_mode=*)
+      die "$flag is set by run_local.sh from NUM_ACTORS and ENV_BATCH_SIZE";;
+  esac
+done
+
+MAIN="seed_rl/environments/$ENVIRONMENT/${AGENT}_main.py"
+if [ ! -f "$MAIN" ]; then
+  die "$ENVIRONMENT $AGENT is not available yet ($MAIN does not exist); see the status table in README.md"
+fi
+
+# shellcheck source=scripts/ensure_venv.sh
+source scripts/ensure_venv.sh
+case "$ENVIRONMENT" in
+  football)
+    seed_rl_ensure_venv ""
+    "$ROOT/seed_rl/environments/football/install.sh" "$SEED_RL_PYTHON";;
+  dmlab)
+    seed_rl_ensure_venv ""
+    "$SEED_RL_PYTHON" -c 'import deepmind_lab' 2>/dev/null || die \
+      "DeepMind Lab (python module deepmind_lab) is not installed here. It cannot be installed \
+with pip; build it with docker/Dockerfile.dmlab (see README, 'DeepMind Lab')."
+    ;;
+  *) seed_rl_ensure_venv "";;
+esac
+PY="$SEED_RL_PYTHON"
+VENV_BIN="$(dirname "$PY")"
+
+NUM_ENVS=$((NUM_ACTORS * ENV_BATCH_SIZE))
+LOGDIR="/tmp/seed_rl/${ENVIRONMENT}_${AGENT}"
+for flag in "${EXTRA_FLAGS[@]}"; do
+  case "$flag" in --logdir=*|--job-dir=*) LOGDIR="${flag#*=}";; esac
+done
+mkdir -p "$LOGDIR/logs"
+MODULE="seed_rl.environments.$ENVIRONMENT.${AGENT}_main"
+COMMON=(--logdir="$LOGDIR" --num_envs="$NUM_ENVS" --env_batch_size="$ENV_BATCH_SIZE"
+        "${EXTRA_FLAGS[@]}")
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+export PYTHONUNBUFFERED=1
+
+learner_cmd=("$PY" -m "$MODULE" --run_mode=learner --logtostderr "${COMMON[@]}")
+# Sets ACTOR_CMD to the command of actor $1 (actors never use a GPU).
+actor_cmd() { ACTOR_CMD=(env CUDA_VISIBLE_DEVICES= "$PY" -m "$MODULE" --run_mode=actor --logtostderr
+                         --task="$1" "${COMMON[@]}"); }
+tensorboard_cmd=("$VENV_BIN/tensorboard" --logdir "$LOGDIR" --port 6006)
+
+echo "seed_rl: $ENVIRONMENT $AGENT, $NUM_ACTORS actor(s) x $ENV_BATCH_SIZE env(s); logdir $LOGDIR"
+echo "seed_rl: a checkpoint in the logdir is resumed; delete $LOGDIR to start afresh."
+
+if [ -z "${SEED_RL_NO_TMUX:-}" ] && command -v tmux >/dev/null 2>&1 && [ -t 0 ] && [ -t 1 ]; then
+  q() { printf '%q ' "$@"; }
+  tmux kill-session -t seed_rl 2>/dev/null || true
+  tmux new-session -d -s seed_rl -n main
+  tmux send-keys -t seed_rl:main "alias stop_seed='$ROOT/stop_local.sh seed_rl'; clear; \
+echo 'SEED RL: switch windows with CTRL+b then the window number; stop with stop_seed'" Enter
+  tmux send-keys -t seed_rl:main "stop_seed"
+  tmux new-window -d -t seed_rl -n learner
+  tmux send-keys -t seed_rl:learner "$(q "${learner_cmd[@]}")" Enter
+  for ((i = 0; i < NUM_ACTORS; i++)); do
+    tmux new-window -d -t seed_rl -n "actor_$i"
+    actor_cmd "$i"
+    tmux send-keys -t "seed_rl:actor_$i" "$(q "${ACTOR_CMD[@]}")" Enter
+  done
+  tmux new-window -d -t seed_rl -n tensorboard
+  tmux send-keys -t seed_rl:tensorboard "$(q "${tensorboard_cmd[@]}")" Enter
+  exec tmux attach -t seed_rl
+fi
+
+# Background mode: one log per process, a progress line here, everything stopped on exit.
+PIDFILE="$LOGDIR/logs/pids"
+: > "$PIDFILE"
+ln -sfn "$LOGDIR" /tmp/seed_rl/latest 2>/dev/null || true
+"${learner_cmd[@]}" > "$LOGDIR/logs/learner.log" 2>&1 &
+LEARNER_PID=$!
+echo "learner $LEARNER_PID" >> "$PIDFILE"
+ACTOR_PIDS=()
+for ((i = 0; i < NUM_ACTORS; i++)); do
+  actor_cmd "$i"
+  "${ACTOR_CMD[@]}" > "$LOGDIR/logs/actor_$i.log" 2>&1 &
+  ACTOR_PIDS+=($!)
+  echo "actor_$i $!" >> "$PIDFILE"
+done
+TB_PID=""
+if [ -x "$VENV_BIN/tensorboard" ]; then
+  "${tensorboard_cmd[@]}" > "$LOGDIR/logs/tensorboard.log" 2>&1 &
+  TB_PID=$!
+  echo "tensorboard $TB_PID" >> "$PIDFILE"
+fi
+echo "seed_rl: logs in $LOGDIR/logs; TensorBoard on http://localhost:6006; stop with Ctrl-C or ./stop_local.sh"
+
+stopping=0
+stop_all() {
+  [ "$stopping" = 0 ] || return 0
+  stopping=1
+  trap - INT TERM
+  echo
+  echo "seed_rl: stopping (the learner writes a checkpoint first)"
+  "$ROOT/stop_local.sh" --pidfile "$PIDFILE" >/dev/null 2>&1 || true
+}
+trap 'stop_all; exit 130' INT TERM
+
+"$PY" -m seed_rl.common.progress_monitor --log "$LOGDIR/logs/learner.log" \
+  --pid "$LEARNER_PID" &
+MONITOR_PID=$!
+
+set +e
+wait "$LEARNER_PID"
+LEARNER_STATUS=$?
+set -e
+kill "$MONITOR_PID" 2>/dev/null || true
+stop_all
+if [ "$LEARNER_STATUS" -ne 0 ]; then
+  echo "seed_rl: the learner exited with status $LEARNER_STATUS; last lines of its log:" >&2
+  tail -n 20 "$LOGDIR/logs/learner.log" >&2
+  exit "$LEARNER_STATUS"
+fi
+echo "seed_rl: training finished"
