@@ -8,8 +8,7 @@ configuration checks and transfer, and the TPU transfer encoding.
 
 import collections
 import contextlib
-import dataclasses
-import json
+import signal
 import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -19,11 +18,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-# EnvOutput at step t: reward of the action taken at t-1, whether observation is the first of a
-# new episode, the observation, whether the previous episode was abandoned (cut short rather
-# than terminated) and the step index within the episode.
-EnvOutput = collections.namedtuple(
-    'EnvOutput', 'reward done observation abandoned episode_step')
+from seed_rl.common import config_transfer
+from seed_rl.common import structures
+
+EnvOutput = structures.EnvOutput
 
 # strategy: holds the variables; inference_devices: one inference function per device;
 # training_strategy: computes gradients; encode/decode: transfer encoding to/from those devices.
@@ -473,6 +471,31 @@ class ProgressLogger(object):
     self.step_cnt.assign_add(step_increment)
 
 
+@contextlib.contextmanager
+def stop_requested_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
+  """Yields an Event that SIGTERM/SIGINT set instead of killing the process.
+
+  Learners poll it to checkpoint and stop cleanly (preemption, Ctrl-C, stop_local.sh). The
+  previous handlers come back on exit. Outside the main thread (where Python cannot install
+  handlers) the event is only set by the caller.
+  """
+  stop_requested = threading.Event()
+
+  def request_stop(signum, unused_frame):
+    logging.info('Signal %d received: checkpointing and stopping.', signum)
+    stop_requested.set()
+
+  previous_handlers = {}
+  if threading.current_thread() is threading.main_thread():
+    for signum in signals:
+      previous_handlers[signum] = signal.signal(signum, request_stop)
+  try:
+    yield stop_requested
+  finally:
+    for signum, handler in previous_handlers.items():
+      signal.signal(signum, handler)
+
+
 # ------------------------------------------------------------------------------------------------
 # Queues and tensor helpers.
 
@@ -592,18 +615,8 @@ def validate_learner_config(config, num_hosts: int = 1) -> None:
         'forever.')
 
 
-# Flags that describe one process rather than the experiment: never sent to actors.
-PER_PROCESS_FLAGS = frozenset(['run_mode', 'task', 'server_address', 'logdir', 'job-dir'])
-
-
-def _experiment_flags(flag_values: flags.FlagValues):
-  """Names of flags that configure the experiment (not absl's own logging/test flags)."""
-  names = set()
-  for module, module_flags in flag_values.flags_by_module_dict().items():
-    if module.startswith('absl.'):
-      continue
-    names.update(flag.name for flag in module_flags)
-  return names - PER_PROCESS_FLAGS
+PER_PROCESS_FLAGS = config_transfer.PER_PROCESS_FLAGS
+update_config = config_transfer.update_config
 
 
 def config_from_flags() -> dict:
@@ -611,65 +624,13 @@ def config_from_flags() -> dict:
   return {name: flags.FLAGS[name].value for name in flags.FLAGS}
 
 
-def _jsonable(value):
-  """JSON-friendly flag value (enum-class flags hold enums, multi flags lists)."""
-  if hasattr(value, 'name') and hasattr(value, 'value') and not isinstance(value, str):
-    return value.name
-  return value
-
-
 def serialize_config(config) -> tf.Tensor:
-  """Serialises the experiment configuration for `update_config` on the actors.
+  """Scalar string tensor of the experiment configuration, for a bound `get_config` function.
 
-  FlagValues: the experiment flags whose value differs from the default. A dict or dataclass:
-  all its fields. JSON rather than pickle, so a rogue server cannot run code in an actor.
-  Returns a scalar string tensor (what a bound `get_config` function returns).
+  FlagValues: the experiment flags whose value differs from the default; a dict or a
+  dataclass: all its fields (see `config_transfer.serialize_config_json`).
   """
-  if isinstance(config, flags.FlagValues):
-    payload = {name: _jsonable(config[name].value) for name in sorted(_experiment_flags(config))
-               if config[name].present or config[name].value != config[name].default}
-  elif dataclasses.is_dataclass(config):
-    payload = dataclasses.asdict(config)
-  elif isinstance(config, dict):
-    payload = dict(config)
-  else:
-    raise TypeError(f'Cannot serialize a config of type {type(config).__name__}; use '
-                    'FlagValues, a dict or a dataclass.')
-  try:
-    return tf.constant(json.dumps(payload))
-  except TypeError as e:
-    raise TypeError(f'Config values must be JSON-serializable: {e}') from e
-
-
-def update_config(current_config, client) -> None:
-  """Overwrites `current_config` with the learner's configuration, if it serves `get_config`.
-
-  Fixes the original, where this was a no-op: actors now run with the learner's non-default
-  flags (env name, num_action_repeats, ...), so only the learner needs the full command line.
-  Per-process flags (task, server_address, logdir, run_mode) are never changed.
-  """
-  try:
-    get_config = client.get_config
-  except AttributeError:
-    return
-  serialized = np.asarray(get_config()).item()
-  if isinstance(serialized, bytes):
-    serialized = serialized.decode('utf-8')
-  update = json.loads(serialized)
-  if isinstance(current_config, flags.FlagValues):
-    for name, value in update.items():
-      if name not in current_config or name in PER_PROCESS_FLAGS:
-        continue
-      flag = current_config[name]
-      if flag.present and flag.value != value:
-        logging.warning('Flag --%s=%r overridden by the learner\'s value %r.', name,
-                        flag.value, value)
-      setattr(current_config, name, value)
-  elif isinstance(current_config, dict):
-    current_config.update(update)
-  else:
-    for name, value in update.items():
-      setattr(current_config, name, value)
+  return tf.constant(config_transfer.serialize_config_json(config))
 
 
 # ------------------------------------------------------------------------------------------------

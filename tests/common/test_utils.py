@@ -411,3 +411,15 @@ def test_progress_logger_requires_consistent_sessions():
   logger.step_end(logger.log_session_from_dict({'a': 1.}))
   with pytest.raises(ValueError, match='same names'):
     logger.step_end(logger.log_session_from_dict({'b': 1.}))
+
+
+@pytest.mark.timeout(30)
+def test_stop_requested_on_signals_sets_the_event_and_restores_handlers():
+  import os
+  import signal
+  before = signal.getsignal(signal.SIGTERM)
+  with utils.stop_requested_on_signals() as stop_requested:
+    assert not stop_requested.is_set()
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert stop_requested.wait(5)
+  assert signal.getsignal(signal.SIGTERM) is before

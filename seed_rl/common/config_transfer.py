@@ -1,0 +1,86 @@
+"""Sends the learner's experiment configuration to the actors (TensorFlow-free).
+
+The learner binds a `get_config` function returning `serialize_config(FLAGS)`; each actor calls
+`update_config(FLAGS, client)` after connecting, so only the learner needs the full command line.
+The original pickled the config and then, by a bug, never applied it on the actors. Here it is
+JSON (a server cannot make an actor run code) and it is applied.
+"""
+
+import dataclasses
+import json
+
+from absl import flags
+from absl import logging
+import numpy as np
+
+# Flags that describe one process rather than the experiment: never sent to actors.
+PER_PROCESS_FLAGS = frozenset(['run_mode', 'task', 'server_address', 'logdir', 'job-dir'])
+
+
+def _experiment_flags(flag_values: flags.FlagValues) -> set:
+  """Names of flags that configure the experiment (not absl's own logging/test flags)."""
+  names = set()
+  for module, module_flags in flag_values.flags_by_module_dict().items():
+    if module.startswith('absl.'):
+      continue
+    names.update(flag.name for flag in module_flags)
+  return names - PER_PROCESS_FLAGS
+
+
+def _jsonable(value):
+  """JSON-friendly flag value (enum-class flags hold enums)."""
+  if hasattr(value, 'name') and hasattr(value, 'value') and not isinstance(value, str):
+    return value.name
+  return value
+
+
+def serialize_config_json(config) -> str:
+  """The experiment configuration as JSON.
+
+  FlagValues: the experiment flags whose value was given or differs from the default.
+  A dict or a dataclass: all its fields.
+  """
+  if isinstance(config, flags.FlagValues):
+    payload = {name: _jsonable(config[name].value) for name in sorted(_experiment_flags(config))
+               if config[name].present or config[name].value != config[name].default}
+  elif dataclasses.is_dataclass(config):
+    payload = dataclasses.asdict(config)
+  elif isinstance(config, dict):
+    payload = dict(config)
+  else:
+    raise TypeError(f'Cannot serialize a config of type {type(config).__name__}; use '
+                    'FlagValues, a dict or a dataclass.')
+  try:
+    return json.dumps(payload)
+  except TypeError as e:
+    raise TypeError(f'Config values must be JSON-serializable: {e}') from e
+
+
+def update_config(current_config, client) -> None:
+  """Overwrites `current_config` with the learner's configuration, if it serves `get_config`.
+
+  Per-process flags (task, server_address, logdir, run_mode) are never changed; an actor flag
+  given on its own command line with another value is overridden with a warning.
+  """
+  try:
+    get_config = client.get_config
+  except AttributeError:
+    return
+  serialized = np.asarray(get_config()).item()
+  if isinstance(serialized, bytes):
+    serialized = serialized.decode('utf-8')
+  update = json.loads(serialized)
+  if isinstance(current_config, flags.FlagValues):
+    for name, value in update.items():
+      if name not in current_config or name in PER_PROCESS_FLAGS:
+        continue
+      flag = current_config[name]
+      if flag.present and flag.value != value:
+        logging.warning("Flag --%s=%r overridden by the learner's value %r.", name,
+                        flag.value, value)
+      setattr(current_config, name, value)
+  elif isinstance(current_config, dict):
+    current_config.update(update)
+  else:
+    for name, value in update.items():
+      setattr(current_config, name, value)
