@@ -1,0 +1,144 @@
+"""Atari (ALE) environment factory for SEED RL actors.
+
+The pipeline reproduces the original's, on Gymnasium + ale-py:
+
+  AtariEnv('{game}NoFrameskip-v4', full action space (18 actions),
+           frameskip=1, sticky actions 0.25 or 0.0)
+    -> seeded with `task` at the first reset (unless given a seed)
+    -> TimeLimit(max_episode_frames)    counts *emulator frames* (108,000 =
+                                        30 min of play), as the original put
+                                        its TimeLimit below the preprocessing
+    -> AtariPreprocessing(frame_skip=num_action_repeats, max_random_noops)
+
+Notes on ale-py 0.12 (see also `create_environment`):
+- `{game}NoFrameskip-v4` and `-v0` differ only in the default
+  `repeat_action_probability` (0.0 vs 0.25); we always use `-v4` and pass the
+  probability explicitly (identical to the original's `-v0` choice).
+- ale-py registers the v0/v4 ids with ALE's own
+  `max_num_frames_per_episode=108_000` and no Gymnasium `TimeLimit`. We turn
+  ALE's limit off (0) so that the single `TimeLimit` here is the one limit,
+  and a custom `max_episode_frames` (tests) is not capped by ALE's.
+- The inner env is created with `obs_type='ram'`: its per-frame observation
+  is discarded (AtariPreprocessing reads the screen itself), and copying the
+  128-byte RAM is far cheaper than a 210x160 screen on every frame (the RGB
+  default costs ~15 % of the stepping time).
+
+Actor-side module: no TensorFlow and no absl flags (flags live in
+`*_main.py`); `config` is any object with the attributes read below.
+"""
+
+import difflib
+import functools
+from typing import Any
+
+import ale_py
+import gymnasium
+from gymnasium.wrappers import TimeLimit
+
+from seed_rl.environments.atari import atari_preprocessing
+
+# Frames per agent step. The original defaulted `num_action_repeats` to 1,
+# which combined with its frame-skip-1 bug froze the observation (issue #76);
+# the paper uses 4. Atari mains use this as their flag default.
+ATARI_DEFAULT_NUM_ACTION_REPEATS = 4
+
+# 30 minutes of emulator frames at 60 Hz.
+DEFAULT_MAX_EPISODE_FRAMES = 108_000
+
+_ID_SUFFIX = 'NoFrameskip-v4'
+
+
+@functools.lru_cache(maxsize=1)
+def _register() -> None:
+  gymnasium.register_envs(ale_py)
+
+
+def atari_game_names() -> list[str]:
+  """Sorted names of the games usable as `config.game` (e.g. 'Pong')."""
+  _register()
+  return sorted(env_id[:-len(_ID_SUFFIX)]
+                for env_id in gymnasium.envs.registry
+                if env_id.endswith(_ID_SUFFIX) and '/' not in env_id)
+
+
+def check_game_name(game: str) -> str:
+  """Returns `game` if it is a known Atari game, else raises ValueError.
+
+  The error names the game and suggests close matches (e.g. 'pong' or
+  'Pong-v5' → 'Pong').
+  """
+  names = atari_game_names()
+  if game in names:
+    return game
+  lowered = {name.lower(): name for name in names}
+  matches = difflib.get_close_matches(
+      str(game).lower(), list(lowered), n=3, cutoff=0.5)
+  suggestion = [lowered[m] for m in matches]
+  hint = (f' Did you mean {", ".join(repr(s) for s in suggestion)}?'
+          if suggestion else '')
+  raise ValueError(
+      f'Unknown Atari game {game!r} (expected a name like \'Pong\' or '
+      f'\'MsPacman\', see atari_game_names()).{hint}')
+
+
+class _SeedOnFirstReset(gymnasium.Wrapper):
+  """Uses `seed` for the first `reset` unless that reset brings its own.
+
+  Gymnasium's replacement for the original's `env.seed(task)`. Seeding an ALE
+  env reloads the ROM (~0.15 s), so it is done lazily, once, at the first
+  reset rather than eagerly here and again when `BatchedEnvironment` resets
+  with its own seed.
+  """
+
+  def __init__(self, env: gymnasium.Env, seed: int):
+    super().__init__(env)
+    self._pending_seed: int | None = seed
+
+  def reset(self, *, seed=None, options=None):
+    if seed is None:
+      seed = self._pending_seed
+    self._pending_seed = None
+    return self.env.reset(seed=seed, options=options)
+
+
+def create_environment(
+    task: int,
+    config: Any,
+    max_episode_frames: int = DEFAULT_MAX_EPISODE_FRAMES,
+) -> atari_preprocessing.AtariPreprocessing:
+  """Creates the preprocessed Atari environment for one actor env.
+
+  Args:
+    task: environment id; the seed of the emulator and of the no-op sampler
+      at the first `reset()`, unless that reset passes its own `seed` (as
+      `BatchedEnvironment` does).
+    config: object with attributes `game` (e.g. 'Pong'), `max_random_noops`,
+      `sticky_actions` (repeat-action probability 0.25 when true, else 0.0)
+      and `num_action_repeats` (frame skip).
+    max_episode_frames: episode limit in emulator frames, so it does not
+      depend on `num_action_repeats`; hitting it gives `truncated=True`.
+
+  Returns:
+    An env with observations `Box(0, 255, [84, 84, 1], uint8)` and
+    `Discrete(18)` actions.
+  """
+  game = check_game_name(config.game)
+  if int(max_episode_frames) <= 0:
+    raise ValueError(
+        f'max_episode_frames must be positive, got {max_episode_frames}')
+  repeat_action_probability = 0.25 if config.sticky_actions else 0.0
+  env = gymnasium.make(
+      f'{game}{_ID_SUFFIX}',
+      full_action_space=True,
+      repeat_action_probability=repeat_action_probability,
+      frameskip=1,
+      max_num_frames_per_episode=0,
+      obs_type='ram',
+      disable_env_checker=True)
+  env = _SeedOnFirstReset(env, int(task))
+  env.action_space.seed(int(task))
+  env = TimeLimit(env, max_episode_steps=int(max_episode_frames))
+  return atari_preprocessing.AtariPreprocessing(
+      env,
+      frame_skip=config.num_action_repeats,
+      max_random_noops=config.max_random_noops)
