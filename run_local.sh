@@ -20,7 +20,8 @@ Usage: $0 ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
   NUM_ACTORS      number of actor processes (an integer, no leading zeros)
   ENV_BATCH_SIZE  environments per actor (default 1)
   --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1
-Environment: SEED_RL_NO_TMUX=1 forces background mode.
+Environment: SEED_RL_NO_TMUX=1 forces background mode; SEED_RL_NO_TENSORBOARD=1 skips
+TensorBoard.
 Examples:
   $0 gym vtrace 2 --env_name=CartPole-v1
   $0 atari vtrace 4
@@ -115,9 +116,10 @@ echo 'SEED RL: switch windows with CTRL+b then the window number; stop with stop
 fi
 
 # Background mode: one log per process, a progress line here, everything stopped on exit.
-PIDFILE="$LOGDIR/logs/pids"
+# stop_local.sh finds every background run through these pid files.
+mkdir -p /tmp/seed_rl
+PIDFILE="/tmp/seed_rl/run_local.$$.pids"
 : > "$PIDFILE"
-ln -sfn "$LOGDIR" /tmp/seed_rl/latest 2>/dev/null || true
 "${learner_cmd[@]}" > "$LOGDIR/logs/learner.log" 2>&1 &
 LEARNER_PID=$!
 echo "learner $LEARNER_PID" >> "$PIDFILE"
@@ -128,11 +130,9 @@ for ((i = 0; i < NUM_ACTORS; i++)); do
   ACTOR_PIDS+=($!)
   echo "actor_$i $!" >> "$PIDFILE"
 done
-TB_PID=""
-if [ -x "$VENV_BIN/tensorboard" ]; then
+if [ -z "${SEED_RL_NO_TENSORBOARD:-}" ] && [ -x "$VENV_BIN/tensorboard" ]; then
   "${tensorboard_cmd[@]}" > "$LOGDIR/logs/tensorboard.log" 2>&1 &
-  TB_PID=$!
-  echo "tensorboard $TB_PID" >> "$PIDFILE"
+  echo "tensorboard $!" >> "$PIDFILE"
 fi
 echo "seed_rl: logs in $LOGDIR/logs; TensorBoard on http://localhost:6006; stop with Ctrl-C or ./stop_local.sh"
 

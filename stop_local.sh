@@ -82,7 +82,7 @@ case "${1:-}" in
   -h|--help) sed -n '2,9p' "$0"; exit 0;;
   "") stopped=0
       stop_tmux seed_rl && stopped=1
-      for file in /tmp/seed_rl/*/logs/pids; do
+      for file in /tmp/seed_rl/run_local.*.pids; do
         [ -f "$file" ] && stop_pidfile "$file" && stopped=1
       done
       [ "$stopped" = 1 ] || echo "stop_local.sh: nothing to stop"

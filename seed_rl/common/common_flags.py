@@ -23,3 +23,21 @@ flags.DEFINE_integer('num_envs', 4,
 flags.DEFINE_integer('num_action_repeats', 1,
                      'Times each action is repeated (frame skip). Used to count frames and '
                      'to create environments.')
+flags.DEFINE_integer('seed', None,
+                     'If set, seeds TensorFlow on the learner and environment i with seed + i '
+                     'on the actors (reproducible experiments).')
+# Actor flags.
+flags.DEFINE_integer('task', 0, 'Index of this actor; it runs environments '
+                     '[task * env_batch_size, (task + 1) * env_batch_size).')
+flags.DEFINE_bool('render', False, 'Whether the actor of task 0 renders its first environment.')
+# RPC security (seed_rl.grpc.security turns these into Server/Client keyword arguments).
+flags.DEFINE_string('grpc_token_file', None,
+                    'File whose content (surrounding whitespace stripped) is a shared token: '
+                    'the learner serves only actors that present it; actors send it.')
+flags.DEFINE_string('grpc_tls_cert_file', None,
+                    'Learner: PEM certificate chain to serve gRPC over TLS (with '
+                    '--grpc_tls_key_file).')
+flags.DEFINE_string('grpc_tls_key_file', None,
+                    'Learner: PEM private key of --grpc_tls_cert_file.')
+flags.DEFINE_string('grpc_tls_ca_file', None,
+                    'Actors: PEM root CA that signed the learner certificate; enables TLS.')

@@ -129,6 +129,22 @@ def _assert_unique_ids(env_ids, message: str, debug_tensors=()):
       [message, env_ids] + list(debug_tensors), summarize=64)
 
 
+class _Structure(object):
+  """Holds a nest without tf.Module's tracking, which would turn its tuples into wrappers
+  (Keras 3 rejects those as call arguments)."""
+
+  def __init__(self, nest):
+    self.nest = nest
+
+
+def _create_variables(specs, leading_dims):
+  """(flat list of zero variables `[*leading_dims, *spec.shape]`, structure of `specs`)."""
+  variables = [tf.Variable(tf.zeros(list(leading_dims) + spec.shape.as_list(), spec.dtype),
+                           trainable=False, name=spec.name)
+               for spec in tf.nest.flatten(specs)]
+  return variables, _Structure(tf.nest.map_structure(lambda _: None, specs))
+
+
 class UnrollStore(tf.Module):
   """Per-environment buffer that turns a stream of steps into overlapping unrolls.
 
@@ -145,15 +161,11 @@ class UnrollStore(tf.Module):
       self._full_length = num_overlapping_steps + unroll_length + 1
       self._num_overlapping_steps = num_overlapping_steps
 
-      def create_unroll_variable(spec):
-        return tf.Variable(
-            tf.zeros([num_envs, self._full_length] + spec.shape.as_list(), spec.dtype),
-            trainable=False, name=spec.name)
-
       self._unroll_specs = tf.nest.map_structure(
           lambda s: tf.TensorSpec([self._full_length] + s.shape.as_list(), s.dtype, s.name),
           timestep_specs)
-      self._state = tf.nest.map_structure(create_unroll_variable, timestep_specs)
+      self._state, self._structure = _create_variables(timestep_specs,
+                                                       [num_envs, self._full_length])
       # Per-environment position of the next write.
       self._index = tf.Variable(
           tf.fill([num_envs], tf.constant(num_overlapping_steps, tf.int32)),
@@ -186,22 +198,21 @@ class UnrollStore(tf.Module):
     with tf.control_dependencies(checks):
       positions = self._index.sparse_read(env_ids)
     write_indices = tf.stack([env_ids, positions], axis=1)
-    tf.nest.map_structure(lambda var, v: var.scatter_nd_update(write_indices, v),
-                          self._state, values)
+    for var, value in zip(self._state, tf.nest.flatten(values)):
+      var.scatter_nd_update(write_indices, value)
     new_positions = positions + 1
     self._index.scatter_update(tf.IndexedSlices(new_positions, env_ids))
 
     completed_ids = tf.boolean_mask(env_ids, new_positions == self._full_length)
-    unrolls = tf.nest.map_structure(lambda var: var.sparse_read(completed_ids), self._state)
+    flat_unrolls = [var.sparse_read(completed_ids) for var in self._state]
 
     # Completed rows restart with their last `overlap + 1` steps in front.
     keep = self._num_overlapping_steps + 1
-    tf.nest.map_structure(
-        lambda var, unroll: var.scatter_update(
-            tf.IndexedSlices(tf.roll(unroll, shift=keep, axis=1), completed_ids)),
-        self._state, unrolls)
+    for var, unroll in zip(self._state, flat_unrolls):
+      var.scatter_update(tf.IndexedSlices(tf.roll(unroll, shift=keep, axis=1), completed_ids))
     self._index.scatter_update(tf.IndexedSlices(
         tf.fill(tf.shape(completed_ids), keep), completed_ids))
+    unrolls = tf.nest.pack_sequence_as(self._structure.nest, flat_unrolls)
     return tf.cast(completed_ids, tf.int64), unrolls
 
   @tf.function
@@ -214,7 +225,7 @@ class UnrollStore(tf.Module):
     env_ids = tf.convert_to_tensor(env_ids, tf.int32)
     self._index.scatter_update(tf.IndexedSlices(
         tf.fill(tf.shape(env_ids), self._num_overlapping_steps), env_ids))
-    for var in tf.nest.flatten(self._state):
+    for var in self._state:
       zeros = tf.zeros(tf.concat([tf.shape(env_ids), tf.shape(var)[1:]], 0), var.dtype)
       var.scatter_update(tf.IndexedSlices(zeros, env_ids))
 
@@ -225,15 +236,12 @@ class Aggregator(tf.Module):
   def __init__(self, num_envs: int, specs, name: str = 'Aggregator'):
     super().__init__(name=name)
     with self.name_scope:
-      self._state = tf.nest.map_structure(
-          lambda spec: tf.Variable(tf.zeros([num_envs] + spec.shape.as_list(), spec.dtype),
-                                   trainable=False, name=spec.name),
-          specs)
+      self._state, self._structure = _create_variables(specs, [num_envs])
 
   @tf.Module.with_name_scope
   def reset(self, env_ids):
     """Zeroes the state of `env_ids`."""
-    for var in tf.nest.flatten(self._state):
+    for var in self._state:
       zeros = tf.zeros(tf.concat([tf.shape(env_ids), tf.shape(var)[1:]], 0), var.dtype)
       var.scatter_update(tf.IndexedSlices(zeros, env_ids))
 
@@ -244,12 +252,15 @@ class Aggregator(tf.Module):
       value = tf.convert_to_tensor(value, var.dtype)
       target_shape = tf.concat([tf.shape(env_ids), tf.shape(var)[1:]], 0)
       var.scatter_add(tf.IndexedSlices(tf.broadcast_to(value, target_shape), env_ids))
-    tf.nest.map_structure(add_leaf, self._state, values)
+    tf.nest.assert_same_structure(self._structure.nest, values)
+    for var, value in zip(self._state, tf.nest.flatten(values)):
+      add_leaf(var, value)
 
   @tf.Module.with_name_scope
   def read(self, env_ids):
     """The state of `env_ids`."""
-    return tf.nest.map_structure(lambda var: var.sparse_read(env_ids), self._state)
+    return tf.nest.pack_sequence_as(self._structure.nest,
+                                    [var.sparse_read(env_ids) for var in self._state])
 
   @tf.Module.with_name_scope
   def replace(self, env_ids, values, debug_op_name: str = '', debug_tensors=None):
@@ -259,9 +270,9 @@ class Aggregator(tf.Module):
     tf.debugging.assert_rank(env_ids, 1, message=f'env_ids must be rank 1 in {where}')
     with tf.control_dependencies([_assert_unique_ids(
         env_ids, f'Duplicate environment ids in {where}', debug_tensors or ())]):
-      tf.nest.map_structure(
-          lambda var, value: var.scatter_update(tf.IndexedSlices(value, env_ids)),
-          self._state, values)
+      tf.nest.assert_same_structure(self._structure.nest, values)
+      for var, value in zip(self._state, tf.nest.flatten(values)):
+        var.scatter_update(tf.IndexedSlices(value, env_ids))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -283,10 +294,7 @@ class PrioritizedReplay(tf.Module):
     self.importance_sampling_exponent = importance_sampling_exponent
     with self.name_scope:
       self._priorities = tf.Variable(tf.zeros([size]), trainable=False, name='priorities')
-      self._buffer = tf.nest.map_structure(
-          lambda spec: tf.Variable(tf.zeros([size] + spec.shape.as_list(), spec.dtype),
-                                   trainable=False, name=spec.name),
-          specs)
+      self._buffer, self._structure = _create_variables(specs, [size])
       self.num_inserted = tf.Variable(0, dtype=tf.int64, trainable=False, name='num_inserted')
 
   @tf.function
@@ -296,8 +304,9 @@ class PrioritizedReplay(tf.Module):
     priorities = tf.convert_to_tensor(priorities, tf.float32)
     num_values = tf.cast(tf.shape(priorities)[0], tf.int64)
     indices = (self.num_inserted + tf.range(num_values)) % self._size
-    tf.nest.map_structure(lambda var, v: var.scatter_update(tf.IndexedSlices(v, indices)),
-                          self._buffer, values)
+    tf.nest.assert_same_structure(self._structure.nest, values)
+    for var, value in zip(self._buffer, tf.nest.flatten(values)):
+      var.scatter_update(tf.IndexedSlices(value, indices))
     self._priorities.scatter_update(tf.IndexedSlices(priorities, indices))
     self.num_inserted.assign_add(num_values)
     return indices
@@ -335,7 +344,8 @@ class PrioritizedReplay(tf.Module):
       weights = tf.pow((1.0 / tf.cast(limit, tf.float32)) / sampled_probs,
                        self.importance_sampling_exponent)
       weights /= tf.reduce_max(weights)
-    values = tf.nest.map_structure(lambda var: var.sparse_read(indices), self._buffer)
+    values = tf.nest.pack_sequence_as(self._structure.nest,
+                                      [var.sparse_read(indices) for var in self._buffer])
     return indices, weights, values
 
   @tf.function

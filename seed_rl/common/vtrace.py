@@ -66,7 +66,7 @@ def from_importance_weights(target_action_log_probs,
 
     vs_minus_v = tf.scan(backward_step, (deltas, discounts, cs),
                          initializer=tf.zeros_like(bootstrap_value),
-                         reverse=True, back_prop=False)
+                         reverse=True)
     vs = vs_minus_v + values
 
     vs_t_plus_1 = tf.concat([vs[1:], bootstrap_value[tf.newaxis]], axis=0)

@@ -138,7 +138,10 @@ def test_aggregator_add_read_reset_replace():
   ids = tf.constant([1, 3])
   agg.add(ids, (tf.constant([5, 7], tf.int64), tf.constant([[1., 2.], [3., 4.]])))
   agg.add(ids, (2, 1.))  # Broadcast over envs and dims.
-  counts, vectors = agg.read(tf.constant([0, 1, 3]))
+  state = agg.read(tf.constant([0, 1, 3]))
+  # Plain tuples, not tf.Module's wrappers (Keras 3 layers reject those as arguments).
+  assert type(state) is tuple  # pylint: disable=unidiomatic-typecheck
+  counts, vectors = state
   np.testing.assert_array_equal(counts, [0, 7, 9])
   np.testing.assert_array_equal(vectors, [[0., 0.], [2., 3.], [4., 5.]])
   agg.reset(tf.constant([3]))

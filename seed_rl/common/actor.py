@@ -1,0 +1,156 @@
+"""The actor loop: steps environments and asks the learner for every action (no TensorFlow).
+
+An actor owns environments `[task * b, (task + 1) * b)` (b = env_batch_size). Each step it sends
+`(env_ids, run_ids, EnvOutput, raw_rewards)` for all of them in one call and applies the
+returned actions. When the learner goes away (end of training, preemption, restart) the actor
+closes its environments, reconnects and starts again with new run ids, which tells the learner
+to reset those environments' state.
+"""
+
+import time
+from typing import Any, Callable, Optional
+
+from absl import flags
+from absl import logging
+import numpy as np
+
+from seed_rl import grpc
+from seed_rl.common import config_transfer
+from seed_rl.common import env_wrappers
+from seed_rl.common.structures import EnvOutput
+from seed_rl.grpc import errors
+from seed_rl.grpc import security
+
+FLAGS = flags.FLAGS
+
+
+class _EpisodeStats(object):
+  """Returns and lengths of the episodes finished since the last report."""
+
+  def __init__(self):
+    self.returns, self.raw_returns, self.steps = [], [], []
+
+  def add(self, episode_return: float, raw_return: float, steps: int) -> None:
+    self.returns.append(episode_return)
+    self.raw_returns.append(raw_return)
+    self.steps.append(steps)
+
+
+class _Timer(object):
+  """Mean duration of a repeated operation over a reporting period."""
+
+  def __init__(self):
+    self.total, self.count = 0.0, 0
+
+  def add(self, seconds: float) -> None:
+    self.total += seconds
+    self.count += 1
+
+  def mean_ms(self) -> float:
+    return 1000 * self.total / max(1, self.count)
+
+
+def _new_run_ids(batch_size: int) -> np.ndarray:
+  """Random run ids; a fresh, unseeded generator so restarts never reuse an id."""
+  return np.random.default_rng().integers(0, np.iinfo(np.int64).max, size=batch_size,
+                                          dtype=np.int64)
+
+
+def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> None:
+  """One connection's worth of acting: until `max_steps` calls or an RPC error."""
+  client = grpc.Client(config.server_address, **security.client_kwargs_from_config(config))
+  batched_env = None
+  try:
+    config_transfer.update_config(config, client)
+    batch_size = config.env_batch_size
+    batched_env = env_wrappers.BatchedEnvironment(create_env_fn, batch_size,
+                                                  config.task * batch_size, config)
+    env_ids = batched_env.env_ids
+    logging.info('Actor %d connected to %s; environments %d to %d.', config.task,
+                 config.server_address, env_ids[0], env_ids[-1])
+    run_ids = _new_run_ids(batch_size)
+    observation = batched_env.reset()
+    reward = np.zeros(batch_size, np.float32)
+    raw_reward = np.zeros(batch_size, np.float32)
+    done = np.zeros(batch_size, bool)
+    abandoned = np.zeros(batch_size, bool)
+    episode_step = np.zeros(batch_size, np.int32)
+    episode_return = np.zeros(batch_size, np.float64)
+    episode_raw_return = np.zeros(batch_size, np.float64)
+    render = config.render and config.task == 0
+
+    stats = _EpisodeStats()
+    inference_timer, step_timer = _Timer(), _Timer()
+    steps = steps_at_last_log = 0
+    last_log_time = time.time()
+    while max_steps is None or steps < max_steps:
+      env_output = EnvOutput(reward, done, observation, abandoned, episode_step)
+      start = time.time()
+      action = client.inference(env_ids, run_ids, env_output, raw_reward)
+      inference_timer.add(time.time() - start)
+
+      start = time.time()
+      observation, reward, done, infos = batched_env.step(action)
+      step_timer.add(time.time() - start)
+
+      for i, info in enumerate(infos):
+        episode_step[i] += 1
+        episode_return[i] += reward[i]
+        # Football gives the raw score apart from the (possibly shaped) reward.
+        raw_reward[i] = info.get('score_reward', reward[i])
+        episode_raw_return[i] += raw_reward[i]
+        abandoned[i] = info.get('abandoned', False)
+        if abandoned[i] and not done[i]:
+          raise ValueError(f'Environment {env_ids[i]} reported an abandoned episode that is '
+                           'not done.')
+        if done[i]:
+          stats.add(episode_return[i], episode_raw_return[i], episode_step[i])
+          episode_step[i] = 0
+          episode_return[i] = episode_raw_return[i] = 0.
+      # The next call carries done=True with the first observation of the new episode and the
+      # last reward of the old one.
+      observation = batched_env.reset_if_done(done)
+      if render:
+        batched_env.render()
+      steps += 1
+
+      now = time.time()
+      if now - last_log_time >= log_period:
+        if stats.returns:
+          logging.info(
+              'Actor steps: %i, Return: %f Raw return: %f Episode steps: %f, Speed: %f steps/s'
+              ' (inference %.2f ms, env step %.2f ms per call)', steps, np.mean(stats.returns),
+              np.mean(stats.raw_returns), np.mean(stats.steps),
+              (steps - steps_at_last_log) * batch_size / (now - last_log_time),
+              inference_timer.mean_ms(), step_timer.mean_ms())
+        stats = _EpisodeStats()
+        inference_timer, step_timer = _Timer(), _Timer()
+        steps_at_last_log, last_log_time = steps, now
+  finally:
+    if batched_env is not None:
+      batched_env.close()
+    client.close()
+
+
+def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
+               log_period: float = 1, max_steps: Optional[int] = None) -> None:
+  """Acts forever (or for `max_steps` inference calls), reconnecting to the learner as needed.
+
+  Args:
+    create_env_fn: `(env_id, config) -> gymnasium.Env`.
+    config: flags `server_address`, `task`, `env_batch_size`, `render` (and the grpc_* security
+      flags); absl `FLAGS` by default. The learner's experiment flags are applied to it.
+    log_period: seconds between progress lines.
+    max_steps: stop after this many inference calls (for tests and benchmarks); None: forever.
+  """
+  config = FLAGS if config is None else config
+  reconnectable = (errors.error_classes(errors.UNAVAILABLE) +
+                   errors.error_classes(errors.CANCELLED))
+  while True:
+    try:
+      _act(create_env_fn, config, log_period, max_steps)
+      return
+    except reconnectable as e:
+      logging.info('Inference call failed. This is normal at the end of training. (%s)',
+                   str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+      time.sleep(1)

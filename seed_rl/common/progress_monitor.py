@@ -1,0 +1,123 @@
+r"""Live progress line of a running learner, read from its log (used by run_local.sh).
+
+  python -m seed_rl.common.progress_monitor --log /tmp/seed_rl/gym_vtrace/logs/learner.log
+
+Shows environment frames done and budgeted, frames/s, the mean return of the recent episodes
+and the time left at the current speed. It reads the learner's 'Progress: F/T environment
+frames' and 'Return: R ...' lines, so it needs no TensorFlow.
+"""
+
+import argparse
+import collections
+import os
+import re
+import sys
+import time
+from typing import Deque, Optional, Tuple
+
+PROGRESS = re.compile(r'Progress: (\d+)/(\d+) environment frames')
+RETURN = re.compile(r'\] Return: (-?[\d.]+(?:e[-+]?\d+)?)')
+
+
+class LogFollower(object):
+  """Incrementally reads the lines appended to a log file."""
+
+  def __init__(self, path: str):
+    self._path = path
+    self._offset = 0
+    self._partial = ''
+
+  def new_lines(self):
+    try:
+      with open(self._path, 'r', errors='replace') as f:
+        f.seek(self._offset)
+        data = f.read()
+        self._offset = f.tell()
+    except FileNotFoundError:
+      return []
+    lines = (self._partial + data).split('\n')
+    self._partial = lines.pop()
+    return lines
+
+
+class Progress(object):
+  """Frames, speed and returns parsed from learner log lines."""
+
+  def __init__(self, num_returns: int = 20):
+    self.frames: Optional[int] = None
+    self.total: Optional[int] = None
+    self.returns: Deque[float] = collections.deque(maxlen=num_returns)
+    self._samples: Deque[Tuple[float, int]] = collections.deque(maxlen=30)
+
+  def update(self, lines, now: float) -> None:
+    for line in lines:
+      match = PROGRESS.search(line)
+      if match:
+        self.frames, self.total = int(match.group(1)), int(match.group(2))
+        self._samples.append((now, self.frames))
+        continue
+      match = RETURN.search(line)
+      if match:
+        self.returns.append(float(match.group(1)))
+
+  def frames_per_second(self) -> Optional[float]:
+    if len(self._samples) < 2:
+      return None
+    (t0, f0), (t1, f1) = self._samples[0], self._samples[-1]
+    return (f1 - f0) / (t1 - t0) if t1 > t0 else None
+
+  def line(self) -> str:
+    if self.frames is None:
+      return 'waiting for the first training step...'
+    parts = [f'frames {self.frames:,}/{self.total:,} ({100 * self.frames / self.total:.1f}%)']
+    speed = self.frames_per_second()
+    if speed:
+      parts.append(f'{speed:,.0f} frames/s')
+    if self.returns:
+      parts.append(f'return {sum(self.returns) / len(self.returns):.2f} '
+                   f'(last {len(self.returns)} episodes)')
+    if speed:
+      seconds = max(0, self.total - self.frames) / speed
+      parts.append(f'ETA {int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m'
+                   f'{int(seconds % 60):02d}s')
+    return ' | '.join(parts)
+
+
+def _alive(pid: Optional[int]) -> bool:
+  if pid is None:
+    return True
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    pass
+  return True
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--log', required=True, help='the learner log file')
+  parser.add_argument('--pid', type=int, help='stop when this process (the learner) exits')
+  parser.add_argument('--period', type=float, default=2.0, help='seconds between updates')
+  args = parser.parse_args()
+
+  follower, progress = LogFollower(args.log), Progress()
+  interactive = sys.stdout.isatty()
+  last_print = 0.0
+  while _alive(args.pid):
+    now = time.time()
+    progress.update(follower.new_lines(), now)
+    if interactive:
+      sys.stdout.write('\r\033[K' + progress.line())
+      sys.stdout.flush()
+    elif now - last_print >= 10 * args.period:
+      print(progress.line(), flush=True)
+      last_print = now
+    time.sleep(args.period)
+  if interactive:
+    sys.stdout.write('\n')
+
+
+if __name__ == '__main__':
+  main()

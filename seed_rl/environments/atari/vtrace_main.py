@@ -1,0 +1,48 @@
+r"""V-trace (IMPALA) on Atari with the deep IMPALA network: learner or actor by --run_mode.
+
+  python -m seed_rl.environments.atari.vtrace_main --run_mode=learner --game=Pong
+  python -m seed_rl.environments.atari.vtrace_main --run_mode=actor --task=0
+
+Actors import no TensorFlow: the network and the optimizer import it when the learner calls them.
+"""
+
+from absl import app
+from absl import flags
+
+from seed_rl.agents.vtrace import learner_flags  # pylint: disable=unused-import
+from seed_rl.common import entry_point
+from seed_rl.environments.atari import env
+from seed_rl.environments.atari import env_flags  # pylint: disable=unused-import
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_float('learning_rate', 0.00048, 'Adam learning rate (decays linearly to 0).')
+flags.DEFINE_float('adam_epsilon', 3.125e-7, 'Adam epsilon.')
+
+# IMPALA's Atari settings (Espeholt et al. 2018): 20-step unrolls, entropy cost 0.01, rewards
+# clipped to [-1, 1] in the loss.
+for name, value in [('unroll_length', 20), ('entropy_cost', 0.01), ('max_abs_reward', 1.),
+                    ('total_environment_frames', 2e8)]:
+  FLAGS.set_default(name, value)
+
+
+def create_agent(action_space, unused_observation_space, unused_parametric_action_distribution):
+  from seed_rl.agents.vtrace import networks  # pylint: disable=g-import-not-at-top
+  return networks.ImpalaDeep(action_space.n)
+
+
+def create_optimizer(final_iteration):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  learning_rate_fn = tf.keras.optimizers.schedules.PolynomialDecay(
+      FLAGS.learning_rate, final_iteration, 0)
+  optimizer = tf.keras.optimizers.Adam(learning_rate_fn, beta_1=0, epsilon=FLAGS.adam_epsilon)
+  return optimizer, learning_rate_fn
+
+
+def main(argv):
+  entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner', create_agent,
+                  create_optimizer)
+
+
+if __name__ == '__main__':
+  app.run(main)

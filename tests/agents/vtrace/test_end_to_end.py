@@ -1,0 +1,157 @@
+"""V-trace end to end: a real learner and real actors over gRPC, as separate processes."""
+
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.common.structures import EnvOutput
+from tests.processes import Processes, episode_returns, frames_progress
+
+GYM_MAIN = 'seed_rl.environments.gym.vtrace_main'
+TAGGED_MAIN = 'tests.agents.vtrace.tagged_main'
+
+
+def _flags(tmp_path, **overrides):
+  values = dict(server_address=f'unix:{tmp_path}/learner.sock', logdir=tmp_path / 'logdir',
+                num_envs=8, env_batch_size=4, inference_batch_size=4, unroll_length=10,
+                batch_size=4, total_environment_frames=10**7, save_checkpoint_secs=10**5,
+                seed=1)
+  values.update(overrides)
+  return [f'--{name}={value}' for name, value in values.items()]
+
+
+def _actor_flags(flags, task):
+  return flags + ['--run_mode=actor', f'--task={task}']
+
+
+@pytest.mark.timeout(240)
+def test_actor_killed_mid_unroll_is_reset_and_training_continues(tmp_path):
+  flags = _flags(tmp_path)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', TAGGED_MAIN, flags + ['--run_mode=learner'])
+    actors = [processes.start(f'actor_{task}', TAGGED_MAIN, _actor_flags(flags, task))
+              for task in (0, 1)]
+    learner.wait_for(r'needing reset: \[0 1 2 3\]', timeout=90)
+    learner.wait_for(r'Progress: \d+/', timeout=60, count=3)
+    # Unrolls are 10 steps long: at a random moment the actor is almost surely mid-unroll.
+    time.sleep(np.random.uniform(0.2, 1.0))
+    actors[0].kill()
+    frames_at_kill = frames_progress(learner)
+    processes.start('actor_0_restarted', TAGGED_MAIN, _actor_flags(flags, 0))
+    learner.wait_for(r'needing reset: \[0 1 2 3\]', timeout=60, count=2)
+    # Training goes on; a mixed unroll would have failed the tag check and killed the learner.
+    deadline = time.time() + 90
+    while frames_progress(learner) < frames_at_kill + 20 * 4 * 10:
+      assert learner.popen.poll() is None, learner.log()[-3000:]
+      assert time.time() < deadline, 'training did not continue after the actor restart'
+      time.sleep(0.5)
+    assert 'mixes the steps' not in learner.log()
+    assert len(re.findall(r'needing reset: \[4 5 6 7\]', learner.log())) == 1
+    assert 'Inference call failed' not in actors[1].log()
+
+
+def _checkpoint_values(logdir):
+  path = tf.train.latest_checkpoint(str(logdir))
+  reader = tf.train.load_checkpoint(path)
+  names = [name for name, _ in tf.train.list_variables(path)
+           if not name.startswith('_CHECKPOINTABLE') and 'save_counter' not in name]
+  return path, {name: reader.get_tensor(name) for name in names}
+
+
+@pytest.mark.timeout(300)
+def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
+  flags = _flags(tmp_path, save_checkpoint_secs=2)
+  with Processes(tmp_path) as processes:
+    first = processes.start('learner_1', GYM_MAIN, flags + ['--run_mode=learner'])
+    actors = [processes.start(f'actor_{task}', GYM_MAIN, _actor_flags(flags, task))
+              for task in (0, 1)]
+    first.wait_for(r'Saving checkpoint and SavedModel at iteration [1-9]\d*', timeout=120)
+    first.wait_for(r'Saving checkpoint and SavedModel at iteration', timeout=60, count=3)
+    first.kill()  # Preemption: no chance to checkpoint.
+    saved_path, _ = _checkpoint_values(tmp_path / 'logdir')
+    saved_iteration = int(saved_path.rsplit('-', 1)[1])
+    assert saved_iteration > 0
+
+    second = processes.start('learner_2', GYM_MAIN, flags + ['--run_mode=learner'])
+    second.wait_for(re.escape(f'Restoring checkpoint {saved_path}'), timeout=90)
+    for actor in actors:  # The actors were never restarted: they reconnect by themselves.
+      actor.wait_for(r'Actor \d connected', timeout=60, count=2)
+    frames_per_iteration = 4 * 10
+    second.wait_for(r'Progress: \d+/', timeout=60)
+    first_progress = frames_progress(second)
+    assert first_progress > saved_iteration * frames_per_iteration
+    second.signal(signal.SIGTERM)
+    assert second.wait(60) == 0, second.log()[-3000:]
+    final_path, final_values = _checkpoint_values(tmp_path / 'logdir')
+    final_iteration = int(final_path.rsplit('-', 1)[1])
+    assert final_iteration > saved_iteration
+    assert 'Training finished' in second.log()
+
+    # A learner restored without actors and stopped at once re-saves exactly what it restored:
+    # weights, optimizer state and step counter (and SIGTERM works while it waits for data).
+    for actor in actors:
+      actor.kill()
+    third = processes.start('learner_3', GYM_MAIN, flags + ['--run_mode=learner'])
+    third.wait_for(re.escape(f'Restoring checkpoint {final_path}'), timeout=90)
+    third.wait_for('Learner uses', timeout=5)
+    time.sleep(2)
+    third.signal(signal.SIGTERM)
+    assert third.wait(60) == 0, third.log()[-3000:]
+    path, values = _checkpoint_values(tmp_path / 'logdir')
+    assert path == final_path
+    assert values.keys() == final_values.keys()
+    for name, value in final_values.items():
+      np.testing.assert_array_equal(values[name], value, err_msg=name)
+
+
+@pytest.mark.timeout(480)
+def test_vtrace_learns_cartpole_within_400k_frames(tmp_path):
+  flags = _flags(tmp_path, num_envs=16, env_batch_size=8, inference_batch_size=8,
+                 unroll_length=20, batch_size=16, total_environment_frames=400000,
+                 entropy_cost=0.01, learning_rate=1e-3, mlp_sizes='64,64')
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
+    for task in (0, 1):
+      processes.start(f'actor_{task}', GYM_MAIN, _actor_flags(flags, task))
+    while True:
+      returns = episode_returns(learner)
+      frames = frames_progress(learner)
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 150:
+        break
+      if learner.popen.poll() is not None:
+        pytest.fail(f'no mean return of 150 over 20 episodes within 400k frames; last 20: '
+                    f'{returns[-20:]}; log tail:\n{learner.log()[-2000:]}')
+      time.sleep(1)
+    # Returns are logged just before the frame count, so `frames` bounds where they ended.
+    assert frames <= 400000
+
+
+@pytest.mark.timeout(240)
+def test_two_device_learner_serves_tf_free_actors_and_exports_a_saved_model(tmp_path):
+  flags = _flags(tmp_path, batch_size=4, total_environment_frames=100 * 4 * 10)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', 'tests.agents.vtrace.two_device_main',
+                              flags + ['--run_mode=learner'])
+    processes.start('actor_0', GYM_MAIN, _actor_flags(flags, 0))
+    checker = processes.start('actor_1', 'tests.agents.vtrace.tf_free_actor',
+                              _actor_flags(flags, 1))
+    learner.wait_for(r'Learner uses 2 CPU device\(s\)', timeout=60)
+    checker.wait_for(r'peak_rss_mb', timeout=150)
+    assert 'tensorflow_loaded False' in checker.log()
+    peak_rss_mb = float(re.search(r'peak_rss_mb ([\d.]+)', checker.log()).group(1))
+    assert peak_rss_mb < 150, f'actor peak RSS {peak_rss_mb} MB'
+    processes.start('actor_1_again', GYM_MAIN, _actor_flags(flags, 1))
+    assert learner.wait(150) == 0, learner.log()[-3000:]
+    assert 'Training finished at iteration 100' in learner.log()
+
+  # The exported policy runs without the learner.
+  exported = tf.saved_model.load(str(tmp_path / 'logdir' / 'saved_model'))
+  state = exported.initial_state(3)
+  env_outputs = EnvOutput(tf.zeros([3]), tf.zeros([3], tf.bool), tf.zeros([3, 4]),
+                          tf.zeros([3], tf.bool), tf.zeros([3], tf.int32))
+  outputs, _ = exported.get_action(tf.zeros([3], tf.int64), env_outputs, state)
+  assert outputs[0].shape == [3] and outputs[0].dtype == tf.int64

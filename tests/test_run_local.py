@@ -1,0 +1,91 @@
+"""Tests of run_local.sh and stop_local.sh: argument checks, a real run, stopping a run."""
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _run_local(*args, timeout=60, env=None):
+  environment = dict(os.environ, SEED_RL_NO_TMUX='1', SEED_RL_NO_TENSORBOARD='1')
+  environment.update(env or {})
+  return subprocess.run(['./run_local.sh'] + list(args), cwd=ROOT, env=environment,
+                        capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('args, message', [
+    ([], 'Usage:'),
+    (['gym', 'vtrace'], 'Usage:'),
+    (['pong', 'vtrace', '2'], "unknown ENV 'pong'"),
+    (['gym', 'ppo', '2'], "unknown AGENT 'ppo'"),
+    (['gym', 'vtrace', '02'], "NUM_ACTORS must be a non-negative integer, got '02'"),
+    (['gym', 'vtrace', '-1'], 'NUM_ACTORS must be a non-negative integer'),
+    (['gym', 'vtrace', 'two'], 'NUM_ACTORS must be a non-negative integer'),
+    (['gym', 'vtrace', '2', '0'], 'ENV_BATCH_SIZE must be a positive integer'),
+    (['gym', 'vtrace', '2', '1', 'extra'], "must be --flag=value, got 'extra'"),
+    (['gym', 'vtrace', '2', '--num_envs=3'], 'set by run_local.sh from NUM_ACTORS'),
+    (['gym', 'vtrace', '2', '--task=1'], 'set by run_local.sh'),
+])
+def test_run_local_rejects_bad_arguments(args, message):
+  result = _run_local(*args)
+  assert result.returncode != 0
+  assert message in result.stderr
+  if 'unknown' in message:
+    assert 'Usage:' in result.stderr
+
+
+@pytest.mark.timeout(240)
+def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
+  logdir = tmp_path / 'logdir'
+  result = _run_local('gym', 'vtrace', '2', f'--logdir={logdir}',
+                      f'--server_address=unix:{tmp_path}/learner.sock',
+                      '--unroll_length=10', '--batch_size=4', '--total_environment_frames=2000',
+                      timeout=220)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+  assert 'training finished' in result.stdout
+  learner_log = (logdir / 'logs' / 'learner.log').read_text()
+  assert re.search(r'Progress: \d+/2000 environment frames', learner_log)
+  assert 'Training finished at iteration 50' in learner_log
+  for task in (0, 1):
+    assert 'connected' in (logdir / 'logs' / f'actor_{task}.log').read_text()
+  # Nothing of the run is left.
+  assert subprocess.run(['pgrep', '-f', '--', f'--logdir={logdir}'], capture_output=True).stdout == b''
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path):
+  logdir = tmp_path / 'logdir'
+  environment = dict(os.environ, SEED_RL_NO_TMUX='1', SEED_RL_NO_TENSORBOARD='1')
+  process = subprocess.Popen(
+      ['./run_local.sh', 'gym', 'vtrace', '2', f'--logdir={logdir}',
+       f'--server_address=unix:{tmp_path}/learner.sock', '--unroll_length=10',
+       '--batch_size=4'],
+      cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+      start_new_session=True)
+  try:
+    learner_log = logdir / 'logs' / 'learner.log'
+    deadline = time.time() + 150
+    while not (learner_log.exists() and 'Progress:' in learner_log.read_text()):
+      assert process.poll() is None, process.stdout.read().decode()[-3000:]
+      assert time.time() < deadline, 'no training step within 150 s'
+      time.sleep(0.5)
+    process.send_signal(signal.SIGINT)  # What Ctrl-C sends to run_local.sh.
+    output = process.communicate(timeout=90)[0].decode()
+    assert 'stopping' in output
+    log = learner_log.read_text()
+    assert 'Signal 15 received' in log
+    assert re.search(r'Saving checkpoint and SavedModel at iteration [1-9]', log)
+    assert 'Training finished' in log
+    assert subprocess.run(['pgrep', '-f', '--', f'--logdir={logdir}'],
+                          capture_output=True).stdout == b''
+  finally:
+    if process.poll() is None:
+      os.killpg(process.pid, signal.SIGKILL)
+    subprocess.run(['pkill', '-9', '-f', '--', f'--logdir={logdir}'])
