@@ -116,13 +116,15 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
 
       now = time.time()
       if now - last_log_time >= log_period:
+        episodes = ''
         if stats.returns:
-          logging.info(
-              'Actor steps: %i, Return: %f Raw return: %f Episode steps: %f, Speed: %f steps/s'
-              ' (inference %.2f ms, env step %.2f ms per call)', steps, np.mean(stats.returns),
-              np.mean(stats.raw_returns), np.mean(stats.steps),
-              (steps - steps_at_last_log) * batch_size / (now - last_log_time),
-              inference_timer.mean_ms(), step_timer.mean_ms())
+          episodes = (f'Return: {np.mean(stats.returns):f} Raw return: '
+                      f'{np.mean(stats.raw_returns):f} Episode steps: {np.mean(stats.steps):f}, ')
+        logging.info(
+            'Actor steps: %i, %sSpeed: %f steps/s (inference %.2f ms, env step %.2f ms per '
+            'call)', steps, episodes,
+            (steps - steps_at_last_log) * batch_size / (now - last_log_time),
+            inference_timer.mean_ms(), step_timer.mean_ms())
         stats = _EpisodeStats()
         inference_timer, step_timer = _Timer(), _Timer()
         steps_at_last_log, last_log_time = steps, now

@@ -11,7 +11,6 @@ import collections
 import math
 import os
 import threading
-import time
 from typing import Any, Callable
 
 from absl import flags
@@ -19,6 +18,7 @@ from absl import logging
 import tensorflow as tf
 
 from seed_rl import grpc
+from seed_rl.common import learner_utils
 from seed_rl.common import parametric_distribution
 from seed_rl.common import utils
 from seed_rl.common import vtrace
@@ -127,25 +127,6 @@ class _EntropyCost(tf.Module):
     self.param.assign(tf.clip_by_value(self.param, -self._bound, self._bound))
 
 
-def _leading_dim_specs(specs, dim):
-  return tf.nest.map_structure(
-      lambda s: tf.TensorSpec([dim] + list(s.shape), s.dtype, s.name), specs)
-
-
-def _specs_without_batch(nest):
-  return tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape[1:], t.dtype), nest)
-
-
-def env_output_specs_for(observation_space) -> utils.EnvOutput:
-  """TensorSpecs of one EnvOutput row for an environment's observation space."""
-  return utils.EnvOutput(
-      reward=tf.TensorSpec([], tf.float32, 'reward'),
-      done=tf.TensorSpec([], tf.bool, 'done'),
-      observation=utils.tensor_spec_from_gym_space(observation_space, 'observation'),
-      abandoned=tf.TensorSpec([], tf.bool, 'abandoned'),
-      episode_step=tf.TensorSpec([], tf.int32, 'episode_step'))
-
-
 class _ExportModule(tf.Module):
   """What the learner exports as a SavedModel: the policy for one step, without the learner.
 
@@ -160,9 +141,9 @@ class _ExportModule(tf.Module):
     self.get_action = tf.function(
         lambda prev_actions, env_outputs, core_state: agent(
             prev_actions, env_outputs, core_state, unroll=False, is_training=False),
-        input_signature=[_leading_dim_specs(action_specs, None),
-                         _leading_dim_specs(env_output_specs, None),
-                         _leading_dim_specs(agent_state_specs, None)])
+        input_signature=[learner_utils.leading_dim_specs(action_specs, None),
+                         learner_utils.leading_dim_specs(env_output_specs, None),
+                         learner_utils.leading_dim_specs(agent_state_specs, None)])
     self.initial_state = tf.function(
         agent.initial_state, input_signature=[tf.TensorSpec([], tf.int32)])
 
@@ -220,7 +201,7 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
   action_space, observation_space = env.action_space, env.observation_space
   env.close()
   dist = parametric_distribution.get_parametric_distribution_for_action_space(action_space)
-  env_output_specs = env_output_specs_for(observation_space)
+  env_output_specs = learner_utils.env_output_specs_for(observation_space)
   action_specs = utils.tensor_spec_from_gym_space(action_space, 'action')
 
   # The agent and its variables, created on the strategy's devices.
@@ -230,12 +211,12 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
     if entropy_cost is None:
       entropy_cost = _EntropyCost(config.entropy_cost, config.entropy_cost_adjustment_speed)
   initial_agent_state = agent.initial_state(1)
-  agent_state_specs = _specs_without_batch(initial_agent_state)
+  agent_state_specs = learner_utils.specs_without_batch(initial_agent_state)
   zero_inputs = tf.nest.map_structure(lambda s: tf.zeros([1] + s.shape.as_list(), s.dtype),
                                       (action_specs, env_output_specs))
   with strategy.scope():
     initial_agent_output, _ = agent(*zero_inputs, initial_agent_state)
-  agent_output_specs = _specs_without_batch(initial_agent_output)
+  agent_output_specs = learner_utils.specs_without_batch(initial_agent_output)
   trainable_variables = list(agent.trainable_variables)
   if isinstance(entropy_cost, _EntropyCost):
     trainable_variables.append(entropy_cost.param)
@@ -253,16 +234,8 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
   if isinstance(entropy_cost, _EntropyCost):
     checkpointed['entropy_cost'] = entropy_cost
   checkpoint = tf.train.Checkpoint(**checkpointed)
-  manager = tf.train.CheckpointManager(checkpoint, config.logdir, max_to_keep=1,
-                                       keep_checkpoint_every_n_hours=6)
-  if config.init_checkpoint and not manager.latest_checkpoint:
-    logging.info('Loading initial checkpoint from %s...', config.init_checkpoint)
-    checkpoint.restore(config.init_checkpoint).assert_consumed()
-  last_checkpoint_time = 0
-  if manager.latest_checkpoint:
-    logging.info('Restoring checkpoint %s', manager.latest_checkpoint)
-    checkpoint.restore(manager.latest_checkpoint).assert_consumed()
-    last_checkpoint_time = time.time()
+  manager, resumed = learner_utils.restore_checkpoint(checkpoint, config.logdir,
+                                                      config.init_checkpoint)
   export_module = _ExportModule(agent, action_specs, env_output_specs, agent_state_specs)
 
   def current_iteration() -> int:
@@ -272,6 +245,9 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
     logging.info('Saving checkpoint and SavedModel at iteration %d', current_iteration())
     manager.save(checkpoint_number=current_iteration())
     tf.saved_model.save(export_module, os.path.join(config.logdir, 'saved_model'))
+
+  checkpointer = learner_utils.PeriodicCheckpointer(save_checkpoint,
+                                                    config.save_checkpoint_secs, resumed)
 
   summary_writer = tf.summary.create_file_writer(config.logdir, flush_millis=20000,
                                                  max_queue=1000)
@@ -295,32 +271,15 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
   info_queue = utils.StructuredFIFOQueue(-1, info_specs)
 
   batch = config.inference_batch_size
-  inference_specs = (
-      tf.TensorSpec([batch], tf.int32, 'env_id'),
-      tf.TensorSpec([batch], tf.int64, 'run_id'),
-      _leading_dim_specs(env_output_specs, batch),
-      tf.TensorSpec([batch], tf.float32, 'raw_reward'))
+  inference_specs = learner_utils.inference_input_specs(batch, env_output_specs)
 
   def create_inference_fn(inference_device):
 
     @tf.function(input_signature=inference_specs)
     def inference(env_ids, run_ids, env_outputs, raw_rewards):
-      # Actor restarts: a new run id means a new actor process for that env.
-      previous_run_ids = env_run_ids.read(env_ids)
-      reset_mask = tf.not_equal(previous_run_ids, run_ids)
-      envs_needing_reset = tf.boolean_mask(env_ids, reset_mask)
-      # A dead actor's last call may share this batch with its successor's first call; its
-      # rows are dropped so that they cannot touch the new run's state.
-      nondying_mask, nondying_env_ids = utils.get_non_dying_envs(
-          envs_needing_reset, reset_mask, env_ids)
-      full_batch_positions = tf.where(nondying_mask)
-      env_ids = nondying_env_ids
-      run_ids, env_outputs, raw_rewards = tf.nest.map_structure(
-          lambda t: tf.boolean_mask(t, nondying_mask), (run_ids, env_outputs, raw_rewards))
-
-      if tf.size(envs_needing_reset) > 0:
-        tf.print('Environment ids needing reset:', envs_needing_reset)
-      env_run_ids.replace(env_ids, run_ids)
+      envs_needing_reset, kept_rows, env_ids, (env_outputs, raw_rewards) = (
+          learner_utils.detect_restarts(env_run_ids, env_ids, run_ids,
+                                        (env_outputs, raw_rewards)))
       env_infos.reset(envs_needing_reset)
       store.reset(envs_needing_reset)
       initial_states = agent.initial_state(tf.size(envs_needing_reset))
@@ -354,8 +313,7 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
       agent_states.replace(env_ids, new_agent_states)
       actions.replace(env_ids, agent_outputs.action)
       # Dropped rows get action 0; nobody waits for them.
-      return tf.scatter_nd(full_batch_positions, agent_outputs.action,
-                           tf.concat([[batch], tf.shape(agent_outputs.action, tf.int64)[1:]], 0))
+      return learner_utils.scatter_rows(kept_rows, agent_outputs.action, batch)
 
     return inference
 
@@ -431,45 +389,24 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
     logging.info('Progress: %d/%d environment frames', int(logger.step_cnt.numpy()),
                  int(config.total_environment_frames))
 
-  # Training runs in a thread so that a stop request (SIGTERM) is handled at once even while the
-  # training step waits for unrolls: closing the queue then ends the input pipeline.
-  training_errors = []
+  def train_once():
+    checkpointer.maybe_save()
+    minimize(iterator)
 
-  def training_loop():
-    nonlocal last_checkpoint_time
-    iterator = iter(dataset)
-    try:
-      while current_iteration() < final_iteration and not stop_requested.is_set():
-        if time.time() - last_checkpoint_time >= config.save_checkpoint_secs:
-          save_checkpoint()
-          last_checkpoint_time = time.time()
-        minimize(iterator)
-    except Exception as e:  # pylint: disable=broad-except
-      # Closing the queue on a stop request ends the input pipeline; anything else is an error.
-      # (tf.data may re-raise the queue's OutOfRangeError as another error class.)
-      stopped = (isinstance(e, (tf.errors.OutOfRangeError, tf.errors.CancelledError,
-                                StopIteration)) or 'is closed' in str(e))
-      if not (stopped and stop_requested.is_set()):
-        training_errors.append(e)
-    finally:
-      stop_requested.set()
+  def release_blocked():
+    # Ends a training step waiting for data and inference calls waiting for queue space.
+    unroll_queue.close(cancel_pending_enqueues=True)
 
+  iterator = iter(dataset)
   server.start()
   logger.start(additional_logs)
-  trainer = threading.Thread(target=training_loop, name='vtrace_training', daemon=True)
-  trainer.start()
   try:
-    while not stop_requested.wait(0.5):
-      pass
-    # Unblock a training step waiting for data and inference calls waiting for queue space.
-    unroll_queue.close(cancel_pending_enqueues=True)
-    trainer.join()
+    learner_utils.run_training(train_once, lambda: current_iteration() >= final_iteration,
+                               stop_requested, release_blocked)
   finally:
     logger.shutdown()
     server.shutdown()
     info_queue.close(cancel_pending_enqueues=True)
-  if training_errors:
-    raise training_errors[0]
   save_checkpoint()
   summary_writer.flush()
   logging.info('Training finished at iteration %d (%d environment frames).',

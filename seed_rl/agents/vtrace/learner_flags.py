@@ -7,7 +7,7 @@ flags.
 
 from absl import flags
 
-from seed_rl.common import common_flags  # pylint: disable=unused-import
+from seed_rl.common import common_flags  # noqa: F401  (defines flags)
 
 flags.DEFINE_integer('save_checkpoint_secs', 1800, 'Seconds between checkpoints.')
 flags.DEFINE_float('total_environment_frames', int(1e9),

@@ -41,6 +41,25 @@ def track_layers(model: tf.keras.layers.Layer, name: str, layers: Sequence) -> l
   return list(layers)
 
 
+def unroll_lstm_cells(cells, inputs, done, core_state, initial_state):
+  """Runs a stack of LSTM cells over time `[T, B, F]`, resetting state at episode starts.
+
+  `core_state` and `initial_state` are `((h, c), ...)`, one pair per cell; before step t the
+  rows whose `done[t]` is set restart from `initial_state`. Returns `(outputs [T, B, units],
+  final core_state)`.
+  """
+  outputs = []
+  for step_input, step_done in zip(tf.unstack(inputs), tf.unstack(done)):
+    core_state = _reset_where_done(step_done, core_state, initial_state)
+    new_state = []
+    for cell, (h, c) in zip(cells, core_state):
+      step_input, (h, c) = cell(step_input, [h, c])
+      new_state.append((h, c))
+    core_state = tuple(new_state)
+    outputs.append(step_input)
+  return tf.stack(outputs), core_state
+
+
 class _RecurrentAgent(tf.keras.Model):
   """Shared plumbing: time dimension handling, LSTM stack with resets, heads and sampling.
 
@@ -61,20 +80,10 @@ class _RecurrentAgent(tf.keras.Model):
                  for cell in self._cells)
 
   def _core(self, torso_outputs, done, core_state):
-    """Runs the LSTM stack over time `[T, B, F]`, resetting state at episode starts."""
     if not self._cells:
       return torso_outputs, core_state
-    initial_state = self.initial_state(tf.shape(done)[1])
-    outputs = []
-    for step_input, step_done in zip(tf.unstack(torso_outputs), tf.unstack(done)):
-      core_state = _reset_where_done(step_done, core_state, initial_state)
-      new_state = []
-      for cell, (h, c) in zip(self._cells, core_state):
-        step_input, (h, c) = cell(step_input, [h, c])
-        new_state.append((h, c))
-      core_state = tuple(new_state)
-      outputs.append(step_input)
-    return tf.stack(outputs), core_state
+    return unroll_lstm_cells(self._cells, torso_outputs, done, core_state,
+                             self.initial_state(tf.shape(done)[1]))
 
   def _head(self, core_output):
     policy_logits = self._policy_logits(core_output)

@@ -6,7 +6,7 @@ observations and learned poorly, google-research/seed_rl#76).
 
 from absl import flags
 
-from seed_rl.common import common_flags  # pylint: disable=unused-import
+from seed_rl.common import common_flags  # noqa: F401  (defines flags)
 from seed_rl.environments.atari import env
 
 flags.DEFINE_string('game', 'Pong', 'Atari game name, e.g. Pong, Breakout, MsPacman.')

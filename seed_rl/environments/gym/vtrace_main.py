@@ -9,7 +9,7 @@ Actors import no TensorFlow: the network and the optimizer import it when the le
 from absl import app
 from absl import flags
 
-from seed_rl.agents.vtrace import learner_flags  # pylint: disable=unused-import
+from seed_rl.agents.vtrace import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.gym import env
 

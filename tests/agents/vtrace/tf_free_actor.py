@@ -8,7 +8,7 @@ from absl import app
 
 from seed_rl.common import actor
 from seed_rl.environments.gym import env
-from seed_rl.environments.gym import vtrace_main  # pylint: disable=unused-import (flags)
+from seed_rl.environments.gym import vtrace_main  # noqa: F401  (defines flags)
 
 
 def main(argv):
