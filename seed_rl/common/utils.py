@@ -217,6 +217,24 @@ class UnrollStore(tf.Module):
 
   @tf.function
   @tf.Module.with_name_scope
+  def starts_next_unroll(self, env_ids):
+    """Whether the next `append` of each env writes the first step of the env's next unroll.
+
+    A learner records the recurrent state before that step as the next unroll's initial state.
+    Without overlap it is the step that completes the current unroll; with overlap it comes
+    `num_overlapping_steps` steps earlier. If the overlap is not shorter than the unroll, that
+    step was appended in an earlier cycle, and the completing step is reported instead (the
+    burn-in then starts from a later state, as in the original SEED RL).
+    """
+    unroll_length = self._full_length - self._num_overlapping_steps - 1
+    if unroll_length > self._num_overlapping_steps:
+      position = unroll_length
+    else:
+      position = self._full_length - 1
+    return tf.equal(self._index.sparse_read(tf.convert_to_tensor(env_ids, tf.int32)), position)
+
+  @tf.function
+  @tf.Module.with_name_scope
   def reset(self, env_ids):
     """Starts the rows of `env_ids` afresh (zero burn-in); used when an actor restarts.
 

@@ -426,3 +426,30 @@ def test_stop_requested_on_signals_sets_the_event_and_restores_handlers():
     os.kill(os.getpid(), signal.SIGTERM)
     assert stop_requested.wait(5)
   assert signal.getsignal(signal.SIGTERM) is before
+
+
+def _starts_next(store, env_id):
+  return bool(store.starts_next_unroll(tf.constant([env_id]))[0])
+
+
+def test_unroll_store_reports_the_first_step_of_the_next_unroll():
+  # unroll_length 3, overlap 1: rows of 5 steps; the next unroll starts at row position 3.
+  store = utils.UnrollStore(1, 3, tf.TensorSpec([], tf.int32), num_overlapping_steps=1)
+  starts, unrolls = [], []
+  for step in range(10, 20):
+    starts.append(_starts_next(store, 0))
+    completed, unroll = _append(store, [0], tf.constant([step]))
+    if completed:
+      unrolls.append(unroll[0].tolist())
+  assert unrolls == [[0, 10, 11, 12, 13], [12, 13, 14, 15, 16], [15, 16, 17, 18, 19]]
+  # The flagged steps are exactly the first steps of the following unrolls: 12, 15, 18.
+  assert [step for step, start in zip(range(10, 20), starts) if start] == [12, 15, 18]
+
+
+def test_unroll_store_next_unroll_start_without_overlap_is_the_completing_step():
+  store = utils.UnrollStore(1, 2, tf.TensorSpec([], tf.int32))
+  starts = []
+  for step in range(6):
+    starts.append(_starts_next(store, 0))
+    _append(store, [0], tf.constant([step]))
+  assert starts == [False, False, True, False, True, False]

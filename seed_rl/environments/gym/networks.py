@@ -1,0 +1,68 @@
+"""A small recurrent Q-network for R2D2 on Gymnasium environments (vector observations)."""
+
+import collections
+from typing import Sequence
+
+import tensorflow as tf
+
+from seed_rl.agents.vtrace import networks as vtrace_networks
+from seed_rl.common import utils
+
+AgentOutput = collections.namedtuple('AgentOutput', 'action q_values')
+
+
+class RecurrentQNetwork(tf.keras.Model):
+  """MLP torso on the observation, reward and one-hot previous action; an LSTM; dueling head.
+
+  Called as `agent((prev_actions, env_outputs), core_state, unroll=False)` like the Atari
+  R2D2 network: `[B, ...]` inputs for one step, time-major `[T, B, ...]` with `unroll`; the
+  LSTM state restarts where `done` marks a new episode. Returns
+  `(AgentOutput(greedy action <int32>, q_values), new_core_state)`.
+  """
+
+  def __init__(self, num_actions: int, mlp_sizes: Sequence[int] = (64,), lstm_size: int = 64):
+    super().__init__(name='RecurrentQNetwork')
+    self._num_actions = int(num_actions)
+    self._mlp = vtrace_networks.track_layers(self, '_mlp', [
+        tf.keras.layers.Dense(size, activation='relu') for size in mlp_sizes])
+    self._cell = tf.keras.layers.LSTMCell(lstm_size)
+    self._value = tf.keras.layers.Dense(1, name='value')
+    self._advantage = tf.keras.layers.Dense(self._num_actions, use_bias=False,
+                                            name='advantage')
+
+  def initial_state(self, batch_size):
+    units = self._cell.units
+    return ((tf.zeros([batch_size, units]), tf.zeros([batch_size, units])),)
+
+  def _torso(self, prev_actions, env_outputs):
+    observation = tf.cast(env_outputs.observation, tf.float32)
+    x = tf.concat([tf.reshape(observation, [tf.shape(observation)[0], -1]),
+                   env_outputs.reward[:, tf.newaxis],
+                   tf.one_hot(prev_actions, self._num_actions)], axis=1)
+    for layer in self._mlp:
+      x = layer(x)
+    return x
+
+  def _head(self, core_output):
+    advantage = self._advantage(core_output)
+    advantage -= tf.reduce_mean(advantage, axis=-1, keepdims=True)
+    q_values = self._value(core_output) + advantage
+    return AgentOutput(tf.argmax(q_values, axis=-1, output_type=tf.int32), q_values)
+
+  def call(self, inputs, core_state, unroll=False):
+    prev_actions, env_outputs = inputs
+    if not unroll:
+      prev_actions, env_outputs = tf.nest.map_structure(lambda t: t[tf.newaxis],
+                                                        (prev_actions, env_outputs))
+    torso_outputs = utils.batch_apply(self._torso, (prev_actions, env_outputs))
+    core_outputs, core_state = vtrace_networks.unroll_lstm_cells(
+        [self._cell], torso_outputs, env_outputs.done, core_state,
+        self.initial_state(tf.shape(env_outputs.done)[1]))
+    outputs = utils.batch_apply(self._head, (core_outputs,))
+    if not unroll:
+      outputs = tf.nest.map_structure(lambda t: t[0], outputs)
+    return outputs, core_state
+
+  @tf.function
+  def get_action(self, *args, **kwargs):
+    return self(*args, **kwargs)

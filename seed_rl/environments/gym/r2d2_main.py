@@ -1,0 +1,51 @@
+r"""R2D2 on any Gymnasium environment with Discrete actions: learner or actor by --run_mode.
+
+  python -m seed_rl.environments.gym.r2d2_main --run_mode=learner --env_name=CartPole-v1
+  python -m seed_rl.environments.gym.r2d2_main --run_mode=actor --task=0
+
+Actors import no TensorFlow: the network and the optimizer import it when the learner calls them.
+"""
+
+from absl import app
+from absl import flags
+
+from seed_rl.agents.r2d2 import learner_flags  # noqa: F401  (defines flags)
+from seed_rl.common import entry_point
+from seed_rl.environments.gym import env
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id (Discrete actions).')
+flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate.')
+flags.DEFINE_float('adam_epsilon', 1e-3, 'Adam epsilon.')
+flags.DEFINE_list('mlp_sizes', ['64'], 'Hidden layer sizes of the MLP torso.')
+flags.DEFINE_integer('lstm_size', 64, 'Units of the LSTM.')
+
+# The learner's defaults are the original's, sized for Atari; these suit classic control.
+for name, value in [('unroll_length', 20), ('burn_in', 10), ('batch_size', 32),
+                    ('replay_ratio', 4.), ('replay_buffer_size', 2000),
+                    ('replay_buffer_min_size', 100), ('update_target_every_n_step', 100),
+                    ('n_steps', 3), ('discounting', .99), ('total_environment_frames', 1e6)]:
+  FLAGS.set_default(name, value)
+
+
+def create_agent(unused_env_output_specs, num_actions):
+  from seed_rl.environments.gym import networks  # pylint: disable=g-import-not-at-top
+  return networks.RecurrentQNetwork(num_actions,
+                                    mlp_sizes=[int(size) for size in FLAGS.mlp_sizes],
+                                    lstm_size=FLAGS.lstm_size)
+
+
+def create_optimizer(unused_final_iteration):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  optimizer = tf.keras.optimizers.Adam(FLAGS.learning_rate, epsilon=FLAGS.adam_epsilon)
+  return optimizer, lambda iteration: FLAGS.learning_rate
+
+
+def main(argv):
+  entry_point.run(argv, env.create_environment, 'seed_rl.agents.r2d2.learner', create_agent,
+                  create_optimizer)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,74 @@
+"""R2D2 end to end: real learner and actors over gRPC, and the learner's start-up checks."""
+
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.processes import ROOT, Processes, frames_progress
+
+GYM_MAIN = 'seed_rl.environments.gym.r2d2_main'
+
+
+def _flags(tmp_path, **overrides):
+  values = dict(server_address=f'unix:{tmp_path}/learner.sock', logdir=tmp_path / 'logdir',
+                num_envs=16, env_batch_size=8, inference_batch_size=8, seed=1,
+                total_environment_frames=400000)
+  values.update(overrides)
+  return [f'--{name}={value}' for name, value in values.items()]
+
+
+def _learner_error(tmp_path, **overrides):
+  result = subprocess.run(
+      [sys.executable, '-m', GYM_MAIN, '--run_mode=learner'] + _flags(tmp_path, **overrides),
+      cwd=ROOT, capture_output=True, text=True, timeout=100,
+      env={'PYTHONPATH': str(ROOT), 'TF_CPP_MIN_LOG_LEVEL': '2', 'PATH': '/usr/bin:/bin'})
+  assert result.returncode != 0
+  return result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_only_eval_envs_is_refused_at_start(tmp_path):
+  error = _learner_error(tmp_path, num_envs=2, env_batch_size=1, inference_batch_size=1,
+                         num_eval_envs=2)
+  assert 'Every environment is an evaluation environment' in error
+
+
+@pytest.mark.timeout(120)
+def test_replay_buffer_larger_than_memory_is_refused_at_start(tmp_path):
+  error = _learner_error(tmp_path, replay_buffer_size=10**9)
+  assert re.search(r'The replay buffer needs [\d.]+ GB .* bytes\) but only [\d.]+ GB', error)
+
+
+def _training_returns(log):
+  return [float(r) for r in re.findall(r'\] Return: ([-\d.]+) .*\(training\)', log)]
+
+
+@pytest.mark.timeout(480)
+def test_r2d2_learns_cartpole_within_400k_frames(tmp_path):
+  flags = _flags(tmp_path, num_eval_envs=1)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
+    for task in (0, 1):
+      processes.start(f'actor_{task}', GYM_MAIN, flags + ['--run_mode=actor', f'--task={task}'])
+    learner.wait_for(r'Replay buffer: \d+ bytes per unroll', timeout=90)
+    while True:
+      log = learner.log()
+      returns = _training_returns(log)
+      frames = frames_progress(learner)
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 150:
+        break
+      if learner.popen.poll() is not None:
+        pytest.fail(f'no mean return of 150 over 20 episodes within 400k frames; last 20: '
+                    f'{returns[-20:]}; log tail:\n{log[-2000:]}')
+      time.sleep(1)
+    # Frames actors produced beyond those trained on: at most the unroll queue, the replay's
+    # warm-up and one partial unroll per environment (20-step unrolls plus 10 of burn-in).
+    untrained_frames_bound = (100 + 100 + 16) * 30
+    assert frames + untrained_frames_bound <= 400000
+    # The evaluation environment (id 15) acts but never trains; its episodes are reported.
+    learner.wait_for(r'Env id: 15 \(eval\)', timeout=60)
+    assert 'Env id: 15 (training)' not in learner.log()
