@@ -57,7 +57,7 @@ class Progress(object):
         self._samples.append((now, self.frames))
         continue
       match = RETURN.search(line)
-      if match:
+      if match and '(eval)' not in line:  # R2D2 evaluation episodes are not training returns.
         self.returns.append(float(match.group(1)))
 
   def frames_per_second(self) -> Optional[float]:
