@@ -1,14 +1,19 @@
 """Pieces every learner loop shares: specs, actor-restart detection, checkpoints, the training
 thread that a stop request (SIGTERM) interrupts promptly."""
 
+import collections
 import threading
 import time
 from typing import Callable, Optional, Tuple
 
+from absl import flags
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
+from seed_rl import grpc
 from seed_rl.common import utils
+from seed_rl.grpc import security
 
 
 def env_output_specs_for(observation_space) -> utils.EnvOutput:
@@ -141,3 +146,97 @@ def run_training(train_once: Callable[[], None], is_done: Callable[[], bool],
   trainer.join()
   if errors:
     raise errors[0]
+
+
+# Statistics of one finished episode, and the environment that played it.
+EpisodeInfo = collections.namedtuple(
+    'EpisodeInfo', 'episode_num_frames episode_returns episode_raw_returns env_ids')
+
+
+class EpisodeStats(object):
+  """Running frames and (raw) returns of every environment's current episode; each finished
+  episode goes to a queue that the logging thread drains."""
+
+  def __init__(self, num_envs: int):
+    specs = EpisodeInfo(tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.float32),
+                        tf.TensorSpec([], tf.float32), tf.TensorSpec([], tf.int32))
+    self._running = utils.Aggregator(num_envs, specs[:3], 'episode_stats')
+    self._finished = utils.StructuredFIFOQueue(-1, specs)
+
+  def reset(self, env_ids) -> None:
+    """Forgets the current episodes of `env_ids` (their actor restarted)."""
+    self._running.reset(env_ids)
+
+  def update(self, env_ids, env_outputs: utils.EnvOutput, raw_rewards,
+             num_action_repeats: int) -> None:
+    """Adds one step of each env; a `done` flag ends the env's previous episode first.
+
+    The reward that comes with `done` is the last reward of the old episode.
+    """
+    self._running.add(env_ids, (0, env_outputs.reward, raw_rewards))
+    done_ids = tf.boolean_mask(env_ids, env_outputs.done)
+    self._finished.enqueue_many(EpisodeInfo(*self._running.read(done_ids), done_ids))
+    self._running.reset(done_ids)
+    self._running.add(env_ids, (num_action_repeats, 0., 0.))
+
+  def dequeue_finished(self, multiple_of: int = 1) -> EpisodeInfo:
+    """numpy EpisodeInfo of the finished episodes (a multiple of `multiple_of` of them)."""
+    count = int(self._finished.size())
+    count -= count % multiple_of
+    if not count:
+      return EpisodeInfo(*[np.zeros([0])] * 4)
+    return EpisodeInfo(*[t.numpy() for t in self._finished.dequeue_many(count)])
+
+  def close(self) -> None:
+    self._finished.close(cancel_pending_enqueues=True)
+
+
+def start_server(config, inference_fns) -> 'grpc.Server':
+  """A gRPC server on `config.server_address` serving `inference` (one function per inference
+  device, used round robin per batch) and, for flag configs, `get_config` for the actors."""
+  server = grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
+  server.bind(inference_fns)
+  if isinstance(config, flags.FlagValues):
+
+    @tf.function(input_signature=[])
+    def get_config():
+      return utils.serialize_config(config)
+
+    server.bind(get_config)
+  return server
+
+
+def serve_and_train(server, logger: utils.ProgressLogger, logging_callback: Callable[[], None],
+                    train_once: Callable[[], None], is_done: Callable[[], bool],
+                    stop_requested: threading.Event, unroll_queue, episode_stats: EpisodeStats
+                    ) -> None:
+  """Serves the actors and trains until done or stopped, then stops serving.
+
+  A stop request closes the unroll queue, which ends a training step waiting for data and
+  inference calls waiting for queue space.
+  """
+  server.start()
+  logger.start(logging_callback)
+  try:
+    run_training(train_once, is_done, stop_requested,
+                 lambda: unroll_queue.close(cancel_pending_enqueues=True))
+  finally:
+    logger.shutdown()
+    server.shutdown()
+    episode_stats.close()
+
+
+def write_episode_summaries(infos: EpisodeInfo, group: int = 1, prefix: str = '') -> None:
+  """TensorBoard scalars `{prefix}episode_return`, `..._raw_return`, `..._num_frames`, each point
+  the mean of `group` consecutive episodes (a trailing incomplete group is dropped)."""
+  for start in range(0, len(infos.env_ids) - group + 1, group):
+    window = slice(start, start + group)
+    tf.summary.scalar(prefix + 'episode_return', np.mean(infos.episode_returns[window]))
+    tf.summary.scalar(prefix + 'episode_raw_return', np.mean(infos.episode_raw_returns[window]))
+    tf.summary.scalar(prefix + 'episode_num_frames', np.mean(infos.episode_num_frames[window]))
+
+
+def log_progress(logger: utils.ProgressLogger, total_environment_frames: float) -> None:
+  """The line run_local.sh's progress monitor reads."""
+  logging.info('Progress: %d/%d environment frames', int(logger.step_cnt.numpy()),
+               int(total_environment_frames))

@@ -17,23 +17,15 @@ from typing import Any, Callable
 
 from absl import flags
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
-from seed_rl import grpc
 from seed_rl.common import learner_utils
 from seed_rl.common import utils
-from seed_rl.grpc import security
 
 FLAGS = flags.FLAGS
 
 Unroll = collections.namedtuple(
     'Unroll', 'agent_state priority prev_actions env_outputs agent_outputs')
-# Episode statistics of one environment, and which environment finished the episode.
-EpisodeInfo = collections.namedtuple(
-    'EpisodeInfo', 'episode_num_frames episode_returns episode_raw_returns env_ids')
-EnvStats = collections.namedtuple(
-    'EnvStats', 'episode_num_frames episode_returns episode_raw_returns')
 
 
 # ------------------------------------------------------------------------------------------------
@@ -347,11 +339,9 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
   unroll_specs = Unroll(agent_state_specs, tf.TensorSpec([], tf.float32, 'priority'),
                         *store.unroll_specs)
   check_replay_memory(unroll_specs, config.replay_buffer_size)
-  stats_specs = EnvStats(tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.float32),
-                         tf.TensorSpec([], tf.float32))
   env_run_ids = utils.Aggregator(num_envs, tf.TensorSpec([], tf.int64, 'run_ids'),
                                  'env_run_ids')
-  env_stats = utils.Aggregator(num_envs, stats_specs, 'env_stats')
+  episode_stats = learner_utils.EpisodeStats(num_envs)
   agent_states = utils.Aggregator(num_envs, agent_state_specs, 'agent_states')
   # The recurrent state at the first step of each training env's current unroll, and at the
   # first step of its next one (which, with burn-in, comes `burn_in` steps before the end).
@@ -361,8 +351,6 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
                                              'next_first_agent_states')
   actions = utils.Aggregator(num_envs, action_specs, 'actions')
   unroll_queue = utils.StructuredFIFOQueue(config.unroll_queue_max_size, unroll_specs)
-  info_queue = utils.StructuredFIFOQueue(
-      -1, EpisodeInfo(*stats_specs, tf.TensorSpec([], tf.int32)))
   replay = utils.PrioritizedReplay(config.replay_buffer_size, unroll_specs,
                                    config.importance_sampling_exponent)
 
@@ -387,7 +375,7 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
                                         (env_outputs, raw_rewards)))
       training_envs_needing_reset = tf.boolean_mask(
           envs_needing_reset, envs_needing_reset < num_training_envs)
-      env_stats.reset(envs_needing_reset)
+      episode_stats.reset(envs_needing_reset)
       store.reset(training_envs_needing_reset)
       agent_states.replace(envs_needing_reset,
                            agent.initial_state(tf.size(envs_needing_reset)))
@@ -400,11 +388,7 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
           tf.reduce_any(env_outputs.abandoned), False,
           message='Abandoned done states are not supported in R2D2.')
 
-      env_stats.add(env_ids, EnvStats(0, env_outputs.reward, raw_rewards))
-      done_ids = tf.boolean_mask(env_ids, env_outputs.done)
-      info_queue.enqueue_many(EpisodeInfo(*env_stats.read(done_ids), done_ids))
-      env_stats.reset(done_ids)
-      env_stats.add(env_ids, EnvStats(config.num_action_repeats, 0., 0.))
+      episode_stats.update(env_ids, env_outputs, raw_rewards, config.num_action_repeats)
 
       prev_actions = actions.read(env_ids)
       prev_agent_states = agent_states.read(env_ids)
@@ -436,14 +420,8 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
 
     return inference
 
-  @tf.function(input_signature=[])
-  def get_config():
-    return utils.serialize_config(config)
-
-  server = grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
-  server.bind([create_inference_fn(device) for device in inference_devices])
-  if isinstance(config, flags.FlagValues):
-    server.bind(get_config)
+  server = learner_utils.start_server(
+      config, [create_inference_fn(device) for device in inference_devices])
 
   @tf.function
   def insert_and_sample():
@@ -505,29 +483,17 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
     tf.summary.scalar('learning_rate', learning_rate_fn(iterations))
     tf.summary.scalar('replay_buffer_num_inserted', replay.num_inserted)
     tf.summary.scalar('unroll_queue_size', unroll_queue.size())
-    num_episodes = int(info_queue.size())
-    if num_episodes:
-      infos = EpisodeInfo(*[t.numpy() for t in info_queue.dequeue_many(num_episodes)])
-      iteration = current_iteration()
-      training_returns, training_raw, training_frames = [], [], []
-      for frames, episode_return, raw_return, env_id in zip(*infos):
-        kind = 'training' if env_id < num_training_envs else 'eval'
-        logging.info('Return: %f Raw return: %f Frames: %i Env id: %i (%s) Iteration: %i',
-                     episode_return, raw_return, frames, env_id, kind, iteration)
-        if kind == 'eval':
-          tf.summary.scalar('eval/episode_return', episode_return)
-          tf.summary.scalar('eval/episode_frames', frames)
-        else:
-          training_returns.append(episode_return)
-          training_raw.append(raw_return)
-          training_frames.append(frames)
-      group = config.log_episode_frequency
-      for start in range(0, len(training_returns) - group + 1, group):
-        tf.summary.scalar('episode_return', np.mean(training_returns[start:start + group]))
-        tf.summary.scalar('episode_raw_return', np.mean(training_raw[start:start + group]))
-        tf.summary.scalar('episode_num_frames', np.mean(training_frames[start:start + group]))
-    logging.info('Progress: %d/%d environment frames', int(logger.step_cnt.numpy()),
-                 int(config.total_environment_frames))
+    infos = episode_stats.dequeue_finished()
+    iteration = current_iteration()
+    for frames, episode_return, raw_return, env_id in zip(*infos):
+      logging.info('Return: %f Raw return: %f Frames: %i Env id: %i (%s) Iteration: %i',
+                   episode_return, raw_return, frames, env_id,
+                   'training' if env_id < num_training_envs else 'eval', iteration)
+    is_eval = infos.env_ids >= num_training_envs
+    select = lambda mask: learner_utils.EpisodeInfo(*[t[mask] for t in infos])
+    learner_utils.write_episode_summaries(select(~is_eval), config.log_episode_frequency)
+    learner_utils.write_episode_summaries(select(is_eval), prefix='eval/')
+    learner_utils.log_progress(logger, config.total_environment_frames)
 
   def train_once():
     if current_iteration() % config.update_target_every_n_step == 0:
@@ -537,18 +503,9 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
     priorities = minimize(importance_weights, unrolls)
     replay.update_priorities(indices, priorities)
 
-  def release_blocked():
-    unroll_queue.close(cancel_pending_enqueues=True)
-
-  server.start()
-  logger.start(additional_logs)
-  try:
-    learner_utils.run_training(train_once, lambda: current_iteration() >= final_iteration,
-                               stop_requested, release_blocked)
-  finally:
-    logger.shutdown()
-    server.shutdown()
-    info_queue.close(cancel_pending_enqueues=True)
+  learner_utils.serve_and_train(server, logger, additional_logs, train_once,
+                                lambda: current_iteration() >= final_iteration, stop_requested,
+                                unroll_queue, episode_stats)
   save_checkpoint()
   summary_writer.flush()
   logging.info('Training finished at iteration %d (%d environment frames).',

@@ -17,19 +17,14 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from seed_rl import grpc
 from seed_rl.common import learner_utils
 from seed_rl.common import parametric_distribution
 from seed_rl.common import utils
 from seed_rl.common import vtrace
-from seed_rl.grpc import security
 
 FLAGS = flags.FLAGS
 
 Unroll = collections.namedtuple('Unroll', 'agent_state prev_actions env_outputs agent_outputs')
-# Per-environment episode statistics kept on the learner.
-EpisodeInfo = collections.namedtuple('EpisodeInfo',
-                                     'episode_num_frames episode_returns episode_raw_returns')
 
 
 def compute_loss(logger, parametric_action_distribution, agent, agent_state, prev_actions,
@@ -258,17 +253,14 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
   num_envs = config.num_envs
   store = utils.UnrollStore(num_envs, config.unroll_length,
                             (action_specs, env_output_specs, agent_output_specs))
-  info_specs = EpisodeInfo(tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.float32),
-                           tf.TensorSpec([], tf.float32))
   env_run_ids = utils.Aggregator(num_envs, tf.TensorSpec([], tf.int64, 'run_ids'),
                                  'env_run_ids')
-  env_infos = utils.Aggregator(num_envs, info_specs, 'env_infos')
+  episode_stats = learner_utils.EpisodeStats(num_envs)
   first_agent_states = utils.Aggregator(num_envs, agent_state_specs, 'first_agent_states')
   agent_states = utils.Aggregator(num_envs, agent_state_specs, 'agent_states')
   actions = utils.Aggregator(num_envs, action_specs, 'actions')
   unroll_specs = Unroll(agent_state_specs, *store.unroll_specs)
   unroll_queue = utils.StructuredFIFOQueue(config.unroll_queue_max_size, unroll_specs)
-  info_queue = utils.StructuredFIFOQueue(-1, info_specs)
 
   batch = config.inference_batch_size
   inference_specs = learner_utils.inference_input_specs(batch, env_output_specs)
@@ -280,7 +272,7 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
       envs_needing_reset, kept_rows, env_ids, (env_outputs, raw_rewards) = (
           learner_utils.detect_restarts(env_run_ids, env_ids, run_ids,
                                         (env_outputs, raw_rewards)))
-      env_infos.reset(envs_needing_reset)
+      episode_stats.reset(envs_needing_reset)
       store.reset(envs_needing_reset)
       initial_states = agent.initial_state(tf.size(envs_needing_reset))
       first_agent_states.replace(envs_needing_reset, initial_states)
@@ -291,12 +283,7 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
           tf.reduce_any(env_outputs.abandoned), False,
           message='Abandoned done states are not supported in VTRACE.')
 
-      # Episode statistics: a done flag ends the previous episode of that env.
-      env_infos.add(env_ids, EpisodeInfo(0, env_outputs.reward, raw_rewards))
-      done_ids = tf.boolean_mask(env_ids, env_outputs.done)
-      info_queue.enqueue_many(env_infos.read(done_ids))
-      env_infos.reset(done_ids)
-      env_infos.add(env_ids, EpisodeInfo(config.num_action_repeats, 0., 0.))
+      episode_stats.update(env_ids, env_outputs, raw_rewards, config.num_action_repeats)
 
       prev_actions = actions.read(env_ids)
       prev_agent_states = agent_states.read(env_ids)
@@ -317,16 +304,9 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
 
     return inference
 
-  @tf.function(input_signature=[])
-  def get_config():
-    return utils.serialize_config(config)
-
   with strategy.scope():
-    inference_fns = [create_inference_fn(device) for device in inference_devices]
-  server = grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
-  server.bind(inference_fns)
-  if isinstance(config, flags.FlagValues):
-    server.bind(get_config)
+    server = learner_utils.start_server(
+        config, [create_inference_fn(device) for device in inference_devices])
 
   # Training input: batches of unrolls, time-major.
   def dequeue(ctx):
@@ -373,40 +353,20 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
 
   def additional_logs():
     tf.summary.scalar('learning_rate', learning_rate_fn(iterations))
-    num_episodes = int(info_queue.size())
-    num_episodes -= num_episodes % config.log_episode_frequency
-    if num_episodes > 0:
-      infos = info_queue.dequeue_many(num_episodes)
-      for info in zip(*[t.numpy() for t in infos]):
-        logging.info('Return: %f Raw return: %f Frames: %i', info[1], info[2], info[0])
-      grouped = [tf.reduce_mean(tf.reshape(tf.cast(t, tf.float32),
-                                           [-1, config.log_episode_frequency]), axis=1)
-                 for t in infos]
-      for frames, returns, raw_returns in zip(*[t.numpy() for t in grouped]):
-        tf.summary.scalar('episode_num_frames', frames)
-        tf.summary.scalar('episode_return', returns)
-        tf.summary.scalar('episode_raw_return', raw_returns)
-    logging.info('Progress: %d/%d environment frames', int(logger.step_cnt.numpy()),
-                 int(config.total_environment_frames))
+    infos = episode_stats.dequeue_finished(config.log_episode_frequency)
+    for frames, episode_return, raw_return, _ in zip(*infos):
+      logging.info('Return: %f Raw return: %f Frames: %i', episode_return, raw_return, frames)
+    learner_utils.write_episode_summaries(infos, config.log_episode_frequency)
+    learner_utils.log_progress(logger, config.total_environment_frames)
 
   def train_once():
     checkpointer.maybe_save()
     minimize(iterator)
 
-  def release_blocked():
-    # Ends a training step waiting for data and inference calls waiting for queue space.
-    unroll_queue.close(cancel_pending_enqueues=True)
-
   iterator = iter(dataset)
-  server.start()
-  logger.start(additional_logs)
-  try:
-    learner_utils.run_training(train_once, lambda: current_iteration() >= final_iteration,
-                               stop_requested, release_blocked)
-  finally:
-    logger.shutdown()
-    server.shutdown()
-    info_queue.close(cancel_pending_enqueues=True)
+  learner_utils.serve_and_train(server, logger, additional_logs, train_once,
+                                lambda: current_iteration() >= final_iteration, stop_requested,
+                                unroll_queue, episode_stats)
   save_checkpoint()
   summary_writer.flush()
   logging.info('Training finished at iteration %d (%d environment frames).',
