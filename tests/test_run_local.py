@@ -89,3 +89,18 @@ def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path):
     if process.poll() is None:
       os.killpg(process.pid, signal.SIGKILL)
     subprocess.run(['pkill', '-9', '-f', '--', f'--logdir={logdir}'])
+
+
+@pytest.mark.timeout(240)
+def test_run_local_atari_r2d2_completes_training_steps(tmp_path):
+  logdir = tmp_path / 'logdir'
+  result = _run_local('atari', 'r2d2', '2', f'--logdir={logdir}',
+                      f'--server_address=unix:{tmp_path}/learner.sock', '--unroll_length=5',
+                      '--burn_in=2', '--batch_size=4', '--replay_ratio=1',
+                      '--replay_buffer_size=20', '--replay_buffer_min_size=4',
+                      '--total_environment_frames=800', timeout=220)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+  learner_log = (logdir / 'logs' / 'learner.log').read_text()
+  assert 'Replay buffer: ' in learner_log
+  # 4 new unrolls of 5 steps, 4 frames per step: 80 frames per training step.
+  assert 'Training finished at iteration 10 (800 environment frames)' in learner_log

@@ -1,0 +1,223 @@
+"""The R2D2 Q-network for Atari: frame stacking, convolutional torso, LSTM, dueling head.
+
+Actors send single `[84, 84, 1]` uint8 frames; the network stacks the last `stack_size` frames
+itself, keeping the previous ones in its recurrent state. This cuts the actor -> learner traffic by
+`stack_size` and lets the replay buffer store each frame once. To keep that state small, the up to
+3 previous frames are bit-packed 8 bits each into one int32 per pixel, the oldest frame in the
+least significant bits.
+
+The agent is called as `agent((prev_actions, env_outputs), agent_state, unroll=False)` and returns
+`(AgentOutput(action, q_values), new_agent_state)`. Without `unroll` the inputs are `[B, ...]`
+(one inference step); with `unroll` they are time-major `[T, B, ...]` (training). Both the frame
+stack and the LSTM state restart where `env_outputs.done` says a new episode starts.
+"""
+
+import collections
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from seed_rl.agents.vtrace import networks as vtrace_networks
+from seed_rl.common import utils
+
+AgentOutput = collections.namedtuple('AgentOutput', 'action q_values')
+AgentState = collections.namedtuple('AgentState', 'core_state frame_stacking_state')
+
+# Previous frames live in the bits of an int32, 8 bits per frame; the current frame comes in
+# separately, so 3 previous frames (24 bits) allow a stack of 4.
+_BITS_PER_FRAME = 8
+_FRAME_MASK = (1 << _BITS_PER_FRAME) - 1
+_MAX_STACK_SIZE = 4
+
+
+def _check_stack_size(stack_size: int) -> None:
+  if not 1 <= stack_size <= _MAX_STACK_SIZE:
+    raise ValueError(
+        f'stack_size must be between 1 and {_MAX_STACK_SIZE} (previous frames are bit-packed '
+        f'{_BITS_PER_FRAME} bits each into an int32), got {stack_size}.')
+
+
+def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[Any, Any]:
+  """Stacks the current frames with the previous ones kept in `frame_stacking_state` (one step).
+
+  Args:
+    frames: `[B, H, W, 1]` frames with integer values in [0, 255] (normally uint8). With
+      `stack_size == 1` any number of channels is allowed and the frames are returned as is.
+    frame_stacking_state: `<int32>[B, H*W]` holding the `stack_size - 1` previous frames,
+      8 bits each, the oldest in the least significant bits; `()` when `stack_size == 1`.
+    done: `<bool>[B]`, true where `frames` is the first frame of a new episode: the previous
+      frames of those rows belong to another episode and are replaced by zeros.
+    stack_size: number of frames to stack, 1 to 4.
+
+  Returns:
+    `(stacked, new_frame_stacking_state)`: `stacked` is `[B, H, W, stack_size]` with the dtype of
+    `frames`, channels ordered from the newest (the current frame) to the oldest; the new state
+    holds the newest `stack_size - 1` frames for the next step.
+  """
+  _check_stack_size(stack_size)
+  if stack_size == 1:
+    return frames, ()
+  frames = tf.convert_to_tensor(frames)
+  if frames.shape[-1] != 1:
+    raise ValueError(
+        f'Frame stacking (stack_size={stack_size}) needs single-channel frames [B, H, W, 1], '
+        f'got shape {frames.shape}.')
+  shape = tf.shape(frames)
+  current = tf.reshape(tf.cast(frames, tf.int32), [shape[0], -1])
+  state = tf.where(done[:, tf.newaxis], tf.zeros_like(frame_stacking_state),
+                   frame_stacking_state)
+  # Previous frame k (0 = oldest) sits in bits [8k, 8k + 8); list them newest first.
+  previous = [
+      tf.bitwise.bitwise_and(tf.bitwise.right_shift(state, _BITS_PER_FRAME * k), _FRAME_MASK)
+      for k in reversed(range(stack_size - 1))]
+  stacked = tf.stack([current] + previous, axis=-1)
+  stacked = tf.reshape(stacked, tf.concat([shape[:-1], [stack_size]], axis=0))
+  stacked = tf.cast(stacked, frames.dtype)
+  # Drop the oldest frame (shift right) and put the current one in the newest slot.
+  new_state = tf.bitwise.bitwise_or(
+      tf.bitwise.right_shift(state, _BITS_PER_FRAME),
+      tf.bitwise.left_shift(current, _BITS_PER_FRAME * (stack_size - 2)))
+  return stacked, new_state
+
+
+def _unroll_cell(inputs, done, start_state, zero_state,
+                 recurrent_cell: Callable[[Any, Any], tuple[Any, Any]]) -> tuple[Any, Any]:
+  """Runs `recurrent_cell` over time, restarting from `zero_state` where an episode starts.
+
+  Args:
+    inputs: (nest of) time-major `[T, B, ...]` tensors; T must be known statically.
+    done: `<bool>[T, B]`; before step t the rows with `done[t]` get `zero_state`.
+    start_state: (nest of) `[B, ...]` state before the first step.
+    zero_state: (nest of) `[B, ...]` state of a new episode, same structure as `start_state`.
+    recurrent_cell: `(step_inputs, state) -> (step_outputs, new_state)` on `[B, ...]` tensors.
+
+  Returns:
+    `(outputs, final_state)`: the step outputs stacked to `[T, B, ...]` and the state after the
+    last step.
+  """
+  state = start_state
+  step_inputs = [tf.nest.pack_sequence_as(inputs, step)
+                 for step in zip(*[tf.unstack(t) for t in tf.nest.flatten(inputs)])]
+  step_dones = tf.unstack(done)
+  if len(step_inputs) != len(step_dones):
+    raise ValueError(f'inputs have {len(step_inputs)} time steps but done has {len(step_dones)}.')
+  outputs = []
+  for step_input, step_done in zip(step_inputs, step_dones):
+    state = _reset_where_done(step_done, state, zero_state)
+    output, state = recurrent_cell(step_input, state)
+    outputs.append(output)
+  return tf.nest.map_structure(lambda *steps: tf.stack(steps), *outputs), state
+
+
+def _reset_where_done(done, state, zero_state):
+  """Replaces the rows of `state` whose episode starts now (`done`) by `zero_state`."""
+  def select(zero, current):
+    mask = tf.reshape(done, [-1] + [1] * (current.shape.rank - 1))
+    return tf.where(mask, zero, current)
+  return tf.nest.map_structure(select, zero_state, state)
+
+
+class DuelingLSTMDQNNet(tf.keras.Model):
+  """The R2D2 network (Kapturowski et al. 2019) for Atari.
+
+  Frame stacking, the Nature-DQN convolutional torso with a 512-unit dense layer, the reward and
+  the one-hot previous action appended, an LSTM of 512 units and a dueling head
+  `q = v + (a - mean(a))`. The greedy action is `argmax q` (the learner adds exploration).
+  """
+
+  def __init__(self, num_actions: int, observation_shape: Sequence[int], stack_size: int = 1):
+    super().__init__(name='DuelingLSTMDQNNet')
+    stack_size = int(stack_size)
+    _check_stack_size(stack_size)
+    observation_shape = tuple(int(d) for d in tf.TensorShape(observation_shape))
+    if stack_size > 1 and (len(observation_shape) != 3 or observation_shape[-1] != 1):
+      raise ValueError(
+          f'Frame stacking (stack_size={stack_size}) needs single-channel [H, W, 1] '
+          f'observations, got {observation_shape}.')
+    self._num_actions = int(num_actions)  # Gymnasium gives numpy integers; Keras wants int.
+    self._observation_shape = observation_shape
+    self._stack_size = stack_size
+    self._convs = vtrace_networks.track_layers(self, '_conv', [
+        tf.keras.layers.Conv2D(32, 8, strides=4, padding='valid', activation='relu',
+                               name='conv_0'),
+        tf.keras.layers.Conv2D(64, 4, strides=2, padding='valid', activation='relu',
+                               name='conv_1'),
+        tf.keras.layers.Conv2D(64, 3, strides=1, padding='valid', activation='relu',
+                               name='conv_2')])
+    self._flatten = tf.keras.layers.Flatten()
+    self._fc = tf.keras.layers.Dense(512, activation='relu', name='fc')
+    self._core = tf.keras.layers.LSTMCell(512, name='core')
+    self._value_hidden = tf.keras.layers.Dense(512, activation='relu', name='value_hidden')
+    self._value = tf.keras.layers.Dense(1, name='value')
+    self._advantage_hidden = tf.keras.layers.Dense(512, activation='relu',
+                                                   name='advantage_hidden')
+    self._advantage = tf.keras.layers.Dense(self._num_actions, use_bias=False, name='advantage')
+
+  def initial_state(self, batch_size) -> AgentState:
+    """Zero LSTM state `(h, c)` and empty frame stack (`()` without frame stacking)."""
+    units = self._core.units
+    core_state = (tf.zeros([batch_size, units]), tf.zeros([batch_size, units]))
+    if self._stack_size == 1:
+      frame_stacking_state = ()
+    else:
+      height, width = self._observation_shape[:2]
+      frame_stacking_state = tf.zeros([batch_size, height * width], tf.int32)
+    return AgentState(core_state, frame_stacking_state)
+
+  def _torso(self, prev_actions, env_outputs):
+    """Conv stack and dense layer on `[N, H, W, stack]` frames, plus reward and previous action."""
+    x = tf.cast(env_outputs.observation, tf.float32) / 255.
+    for conv in self._convs:
+      x = conv(x)
+    x = self._fc(self._flatten(x))
+    reward = tf.cast(env_outputs.reward, tf.float32)[:, tf.newaxis]
+    one_hot_prev_action = tf.one_hot(prev_actions, self._num_actions)
+    return tf.concat([x, reward, one_hot_prev_action], axis=1)
+
+  def _lstm_step(self, inputs, state):
+    output, (h, c) = self._core(inputs, list(state))
+    return output, (h, c)
+
+  def _head(self, core_output) -> AgentOutput:
+    """Dueling head: state value plus mean-subtracted advantages, and the greedy action."""
+    value = self._value(self._value_hidden(core_output))
+    advantages = self._advantage(self._advantage_hidden(core_output))
+    advantages -= tf.reduce_mean(advantages, axis=-1, keepdims=True)
+    q_values = value + advantages
+    action = tf.argmax(q_values, axis=-1, output_type=tf.int32)
+    return AgentOutput(action, q_values)
+
+  def _stack_frames_over_time(self, frames, done, frame_stacking_state):
+    if self._stack_size == 1:
+      return frames, ()
+    # stack_frames resets on done itself, so the zero state of _unroll_cell is never needed
+    # by it; passing it keeps both helpers' contracts simple.
+    return _unroll_cell(
+        (frames, done), done, frame_stacking_state, tf.zeros_like(frame_stacking_state),
+        lambda step, state: stack_frames(step[0], state, step[1], self._stack_size))
+
+  def call(self, input_, agent_state, unroll=False):
+    """Runs the network for one step (`unroll=False`, `[B, ...]`) or `T` steps (`[T, B, ...]`)."""
+    prev_actions, env_outputs = input_
+    agent_state = AgentState(*agent_state)
+    if not unroll:
+      prev_actions, env_outputs = tf.nest.map_structure(
+          lambda t: tf.convert_to_tensor(t)[tf.newaxis], (prev_actions, env_outputs))
+    done = tf.convert_to_tensor(env_outputs.done)
+    stacked, frame_stacking_state = self._stack_frames_over_time(
+        env_outputs.observation, done, agent_state.frame_stacking_state)
+    env_outputs = env_outputs._replace(observation=stacked)
+    torso_outputs = utils.batch_apply(self._torso, (prev_actions, env_outputs))
+    core_state = tuple(agent_state.core_state)
+    zero_core_state = tf.nest.map_structure(tf.zeros_like, core_state)
+    core_outputs, core_state = _unroll_cell(torso_outputs, done, core_state, zero_core_state,
+                                            self._lstm_step)
+    outputs = utils.batch_apply(self._head, (core_outputs,))
+    if not unroll:
+      outputs = tf.nest.map_structure(lambda t: t[0], outputs)
+    return AgentOutput(*outputs), AgentState(core_state, frame_stacking_state)
+
+  @tf.function
+  def get_action(self, *args, **kwargs):
+    return self(*args, **kwargs)

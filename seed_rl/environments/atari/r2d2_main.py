@@ -1,0 +1,43 @@
+r"""R2D2 on Atari with the dueling LSTM Q-network: learner or actor by --run_mode.
+
+  python -m seed_rl.environments.atari.r2d2_main --run_mode=learner --game=Pong
+  python -m seed_rl.environments.atari.r2d2_main --run_mode=actor --task=0
+
+Frames are stacked inside the network (actors send single frames). Actors import no
+TensorFlow: the network and the optimizer import it when the learner calls them.
+"""
+
+from absl import app
+from absl import flags
+
+from seed_rl.agents.r2d2 import learner_flags  # noqa: F401  (defines flags)
+from seed_rl.common import entry_point
+from seed_rl.environments.atari import env
+from seed_rl.environments.atari import env_flags  # noqa: F401  (defines flags)
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_float('learning_rate', 0.00048, 'Adam learning rate.')
+flags.DEFINE_float('adam_epsilon', 1e-3, 'Adam epsilon.')
+flags.DEFINE_integer('stack_size', 4, 'Frames stacked by the network (at most 4).')
+
+
+def create_agent(env_output_specs, num_actions):
+  from seed_rl.environments.atari import networks  # pylint: disable=g-import-not-at-top
+  return networks.DuelingLSTMDQNNet(num_actions, env_output_specs.observation.shape,
+                                    FLAGS.stack_size)
+
+
+def create_optimizer(unused_final_iteration):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  optimizer = tf.keras.optimizers.Adam(FLAGS.learning_rate, epsilon=FLAGS.adam_epsilon)
+  return optimizer, lambda iteration: FLAGS.learning_rate
+
+
+def main(argv):
+  entry_point.run(argv, env.create_environment, 'seed_rl.agents.r2d2.learner', create_agent,
+                  create_optimizer)
+
+
+if __name__ == '__main__':
+  app.run(main)

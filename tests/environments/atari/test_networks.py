@@ -1,0 +1,263 @@
+"""Tests of the Atari R2D2 network: frame stacking, unrolling, dueling head, checkpoints."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.common import utils
+from seed_rl.environments.atari import networks
+
+# The smallest frame the three valid-padding convolutions accept (36 -> 8 -> 3 -> 1) keeps the
+# tests fast; the layer sizes (512 units) are the real ones.
+OBSERVATION_SHAPE = (36, 36, 1)
+NUM_ACTIONS = 5
+
+
+def _env_outputs(observation, done, reward):
+  done = tf.constant(done)
+  return utils.EnvOutput(
+      reward=tf.constant(reward, tf.float32), done=done,
+      observation=tf.constant(observation, tf.uint8),
+      abandoned=tf.zeros_like(done), episode_step=tf.zeros(done.shape, tf.int32))
+
+
+def _random_inputs(rng, leading_shape, done=None):
+  """`(prev_actions, env_outputs)` with random frames, rewards and actions."""
+  leading_shape = list(leading_shape)
+  observation = rng.randint(0, 256, size=leading_shape + list(OBSERVATION_SHAPE))
+  reward = rng.uniform(-3, 3, size=leading_shape)
+  if done is None:
+    done = np.zeros(leading_shape, bool)
+  prev_actions = tf.constant(rng.randint(0, NUM_ACTIONS, size=leading_shape), tf.int32)
+  return prev_actions, _env_outputs(observation.astype(np.uint8), done, reward)
+
+
+def _built_net(stack_size=4, batch_size=2):
+  net = networks.DuelingLSTMDQNNet(NUM_ACTIONS, OBSERVATION_SHAPE, stack_size)
+  inputs = _random_inputs(np.random.RandomState(0), [batch_size])
+  net(inputs, net.initial_state(batch_size))
+  return net
+
+
+def _stack(frame_sequence, done_sequence, stack_size):
+  """Runs `stack_frames` over `[B, H, W, 1]` frames step by step; returns the stacks."""
+  batch_size, height, width, _ = frame_sequence[0].shape
+  state = (tf.zeros([batch_size, height * width], tf.int32) if stack_size > 1 else ())
+  stacks = []
+  for frames, done in zip(frame_sequence, done_sequence):
+    stacked, state = networks.stack_frames(
+        tf.constant(frames), state, tf.constant(done), stack_size)
+    stacks.append(stacked.numpy())
+    if stack_size > 1:
+      assert state.dtype == tf.int32 and state.shape == [batch_size, height * width]
+  return stacks
+
+
+def _frame(value):
+  """A `[1, 2, 2, 1]` uint8 frame with four distinct pixel values derived from `value`."""
+  return (np.array([value, value + 1, value + 2, value + 3]) % 256).astype(
+      np.uint8).reshape([1, 2, 2, 1])
+
+
+def _expected_stack(frames, stack_size):
+  """The `[1, 2, 2, stack_size]` stack of `frames` (newest first), padded with zero frames."""
+  frames = list(frames) + [np.zeros_like(_frame(0))] * (stack_size - len(frames))
+  return np.concatenate(frames, axis=-1)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('stack_size,channels', [(1, 1), (4, 4)])
+def test_torso_input_channels_follow_the_stack_size(stack_size, channels):
+  net = _built_net(stack_size)
+  assert net._convs[0].kernel.shape == (8, 8, channels, 32)
+  state = net.initial_state(3)
+  if stack_size == 1:
+    assert state.frame_stacking_state == ()
+  else:
+    assert state.frame_stacking_state.shape == [3, 36 * 36]
+    assert state.frame_stacking_state.dtype == tf.int32
+  assert [t.shape.as_list() for t in state.core_state] == [[3, 512], [3, 512]]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize('stack_size', [2, 3, 4])
+def test_stack_frames_sequence_and_reset_on_done(stack_size):
+  a, b, c, d, e, f = [_frame(v) for v in (0, 252, 40, 128, 77, 200)]  # 252..255 included.
+  stacks = _stack([a, b, c, d, e, f], [[True], [False], [False], [False], [True], [False]],
+                  stack_size)
+  history = [[a], [b, a], [c, b, a], [d, c, b, a], [e], [f, e]]
+  for stacked, frames in zip(stacks, history):
+    assert stacked.dtype == np.uint8
+    np.testing.assert_array_equal(stacked, _expected_stack(frames[:stack_size], stack_size))
+
+
+@pytest.mark.timeout(30)
+def test_stack_frames_explicit_stack_4_values():
+  frames = [np.full([1, 1, 1, 1], v, np.uint8) for v in (10, 20, 30, 40, 50, 60)]
+  stacks = _stack(frames, [[False], [False], [False], [False], [True], [False]], 4)
+  assert [s.reshape(-1).tolist() for s in stacks] == [
+      [10, 0, 0, 0], [20, 10, 0, 0], [30, 20, 10, 0], [40, 30, 20, 10],
+      [50, 0, 0, 0], [60, 50, 0, 0]]
+
+
+@pytest.mark.timeout(30)
+def test_stack_frames_rows_are_independent():
+  frames = [np.array([v, v + 100], np.uint8).reshape([2, 1, 1, 1]) for v in (1, 2, 3)]
+  stacks = _stack(frames, [[False, False], [False, True], [False, False]], 3)
+  assert stacks[-1][:, 0, 0, :].tolist() == [[3, 2, 1], [103, 102, 0]]
+
+
+@pytest.mark.timeout(30)
+def test_stack_frames_round_trips_every_byte_value():
+  all_bytes = np.arange(256, dtype=np.uint8).reshape([1, 16, 16, 1])
+  sequence = [all_bytes, 255 - all_bytes, np.roll(all_bytes, 7), all_bytes[:, ::-1],
+              np.full_like(all_bytes, 255)]
+  stacks = _stack(sequence, [[False]] * len(sequence), 4)
+  np.testing.assert_array_equal(stacks[-1], np.concatenate(sequence[:0:-1], axis=-1))
+  np.testing.assert_array_equal(stacks[3], np.concatenate(sequence[3::-1], axis=-1))
+
+
+@pytest.mark.timeout(30)
+def test_stack_size_one_passes_frames_through():
+  frames = tf.constant(np.arange(12, dtype=np.uint8).reshape([1, 2, 2, 3]))
+  stacked, state = networks.stack_frames(frames, (), tf.constant([True]), 1)
+  assert state == ()
+  np.testing.assert_array_equal(stacked, frames)
+
+
+@pytest.mark.timeout(30)
+def test_unroll_cell_resets_a_counting_cell_where_done():
+  def counting_cell(increment, count):
+    count = count + increment
+    return count * 10, count
+
+  inputs = tf.ones([5, 2], tf.int32)
+  done = tf.constant([[False, True], [False, False], [True, False], [False, False],
+                      [False, True]])
+  outputs, final_state = networks._unroll_cell(
+      inputs, done, start_state=tf.constant([100, 100]), zero_state=tf.zeros([2], tf.int32),
+      recurrent_cell=counting_cell)
+  assert (outputs.numpy() // 10).tolist() == [[101, 1], [102, 2], [1, 3], [2, 4], [3, 1]]
+  assert final_state.numpy().tolist() == [3, 1]
+
+
+@pytest.mark.timeout(30)
+def test_unroll_cell_handles_nested_inputs_and_states():
+  def cell(inputs, state):
+    x, y = inputs
+    total, count = state
+    return {'sum': total + x + y}, (total + x + y, count + 1)
+
+  done = tf.constant([[False], [True], [False]])
+  outputs, (total, count) = networks._unroll_cell(
+      (tf.ones([3, 1]), 2 * tf.ones([3, 1])), done, (tf.constant([5.]), tf.constant([7])),
+      (tf.zeros([1]), tf.zeros([1], tf.int32)), cell)
+  assert outputs['sum'].numpy()[:, 0].tolist() == [8., 3., 6.]
+  assert total.numpy().tolist() == [6.] and count.numpy().tolist() == [2]
+
+
+@pytest.mark.timeout(60)
+def test_unroll_equals_step_by_step_with_done_in_the_middle():
+  net = _built_net(stack_size=4)
+  rng = np.random.RandomState(1)
+  # Start from a state that is not the initial one: frames and LSTM state of a running episode.
+  state = net.initial_state(2)
+  for _ in range(2):
+    _, state = net(_random_inputs(rng, [2]), state)
+  done = np.array([[False, False], [False, True], [True, False], [False, False],
+                   [False, False], [False, True]])
+  prev_actions, env_outputs = _random_inputs(rng, [6, 2], done)
+  unrolled, unrolled_state = net((prev_actions, env_outputs), state, unroll=True)
+  assert unrolled.q_values.shape == [6, 2, NUM_ACTIONS] and unrolled.action.shape == [6, 2]
+  for t in range(6):
+    step_inputs = tf.nest.map_structure(lambda x, t=t: x[t], (prev_actions, env_outputs))
+    step, state = net(step_inputs, state)
+    np.testing.assert_allclose(step.q_values, unrolled.q_values[t], atol=1e-5)
+  np.testing.assert_array_equal(state.frame_stacking_state, unrolled_state.frame_stacking_state)
+  for step_t, unrolled_t in zip(state.core_state, unrolled_state.core_state):
+    np.testing.assert_allclose(step_t, unrolled_t, atol=1e-5)
+
+
+@pytest.mark.timeout(60)
+def test_done_resets_frames_and_lstm():
+  """A step with done gives the same output whatever the state before it was."""
+  net = _built_net(stack_size=4)
+  rng = np.random.RandomState(2)
+  state = net.initial_state(1)
+  for _ in range(3):
+    _, state = net(_random_inputs(rng, [1]), state)
+  inputs = _random_inputs(rng, [1], done=[True])
+  after_history, _ = net(inputs, state)
+  from_scratch, _ = net(inputs, net.initial_state(1))
+  np.testing.assert_allclose(after_history.q_values, from_scratch.q_values, atol=1e-6)
+
+
+@pytest.mark.timeout(60)
+def test_dueling_head_and_greedy_action():
+  net = _built_net(stack_size=1, batch_size=4)
+  inputs = _random_inputs(np.random.RandomState(3), [4])
+  outputs, new_state = net(inputs, net.initial_state(4))
+  core_output = new_state.core_state[0]  # The LSTM output is its new h.
+  value = net._value(net._value_hidden(core_output))
+  advantages = net._advantage(net._advantage_hidden(core_output))
+  expected = value + advantages - tf.reduce_mean(advantages, axis=-1, keepdims=True)
+  np.testing.assert_allclose(outputs.q_values, expected, atol=1e-5)
+  np.testing.assert_allclose(tf.reduce_mean(outputs.q_values, axis=-1), value[:, 0], atol=1e-5)
+  assert outputs.action.dtype == tf.int32
+  np.testing.assert_array_equal(outputs.action, np.argmax(outputs.q_values, axis=-1))
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize('stack_size', [0, 5])
+def test_unsupported_stack_sizes_raise(stack_size):
+  with pytest.raises(ValueError, match='stack_size'):
+    networks.DuelingLSTMDQNNet(NUM_ACTIONS, OBSERVATION_SHAPE, stack_size)
+  with pytest.raises(ValueError, match='stack_size'):
+    networks.stack_frames(tf.zeros([1, 2, 2, 1], tf.uint8), tf.zeros([1, 4], tf.int32),
+                          tf.constant([False]), stack_size)
+
+
+@pytest.mark.timeout(30)
+def test_frame_stacking_needs_single_channel_frames():
+  with pytest.raises(ValueError, match='single-channel'):
+    networks.DuelingLSTMDQNNet(NUM_ACTIONS, (36, 36, 3), stack_size=4)
+  networks.DuelingLSTMDQNNet(NUM_ACTIONS, (36, 36, 3), stack_size=1)  # No stacking: fine.
+
+
+@pytest.mark.timeout(60)
+def test_checkpoint_round_trip(tmp_path):
+  net = _built_net(stack_size=4)
+  inputs = _random_inputs(np.random.RandomState(4), [2])
+  state = net.initial_state(2)
+  expected, _ = net(inputs, state)
+  checkpoint = tf.train.Checkpoint(agent=net)
+  path = checkpoint.save(str(tmp_path / 'ckpt'))
+  saved = [name for name, _ in tf.train.list_variables(path) if name.startswith('agent/')]
+  assert len(saved) == len(net.trainable_variables) == 18
+  for variable in net.trainable_variables:
+    variable.assign(variable + tf.random.normal(variable.shape, stddev=0.1))
+  perturbed, _ = net(inputs, state)
+  assert not np.allclose(perturbed.q_values, expected.q_values)
+  tf.train.Checkpoint(agent=net).restore(path).assert_consumed()
+  restored, _ = net(inputs, state)
+  np.testing.assert_array_equal(restored.q_values, expected.q_values)
+
+
+@pytest.mark.timeout(60)
+def test_number_of_trainable_variables():
+  # Convs 3 x (kernel, bias), fc 2, LSTM 3, value 2 + 2, advantage 2 + 1 (no bias).
+  assert len(_built_net(stack_size=1).trainable_variables) == 18
+
+
+@pytest.mark.timeout(60)
+def test_get_action_returns_plain_structures():
+  net = _built_net(stack_size=4)
+  inputs = _random_inputs(np.random.RandomState(5), [2])
+  state = net.initial_state(2)
+  eager_outputs, eager_state = net(inputs, state)
+  outputs, new_state = net.get_action(inputs, state)
+  assert type(outputs) is networks.AgentOutput and type(new_state) is networks.AgentState
+  assert type(new_state.core_state) is tuple
+  np.testing.assert_allclose(outputs.q_values, eager_outputs.q_values, atol=1e-5)
+  np.testing.assert_array_equal(new_state.frame_stacking_state,
+                                eager_state.frame_stacking_state)
