@@ -1,0 +1,440 @@
+"""Server-side request validation, batch assembly and result fan-out (numpy only, no TensorFlow).
+
+One `MethodBatcher` per bound method name and server run, shared by the server's handler threads
+(one per client stream). `call(request)` validates a request (the outcome is cached per request
+signature), copies its rows into the preallocated numpy buffers of the current batch with one
+slice assignment of bytes per argument, and blocks until the batch has run. The caller whose rows
+complete the batch runs the bound function itself, outside the lock, exactly like the original
+C++ op: no thread hand-off, and several batches can be in flight at once. It then slices the
+outputs per caller, serializes one response per caller and wakes them.
+
+Semantics follow the original SEED RL op (reference §2.4/§2.5) with two fixes: result rows are
+sliced per caller (the original used the mode of the call that completed the batch), and a client
+block that would overflow the batch is an INVALID_ARGUMENT for that caller (the original aborted
+the process).
+"""
+
+import _thread
+import collections
+import dataclasses
+import math
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from seed_rl.grpc import codec
+from seed_rl.grpc import errors
+from seed_rl.grpc import service_pb2
+
+# A bound function as seen by the batcher: flat input arrays -> flat output arrays.
+Runner = Callable[[List[np.ndarray]], List[np.ndarray]]
+# Runs a job on the calling thread and hands every caller its response (see MethodBatcher).
+Executor = Callable[['Job'], None]
+
+_PLAN_CACHE_SIZE = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgSpec:
+  """One flat input of a bound function: wire dtype code and shape (None = any size)."""
+  code: int
+  shape: Tuple[Optional[int], ...]
+
+  @property
+  def dtype(self) -> np.dtype:
+    return codec.DTYPE_BY_CODE[self.code]
+
+
+@dataclasses.dataclass
+class MethodSpec:
+  """Everything the batcher needs to know about a bound method name.
+
+  Attributes:
+    name: name on the wire.
+    args: flat input specs (tf.nest.flatten order of the input_signature).
+    output_codes: wire dtype of each flat output.
+    batch_size: N for a batched method (see `detect_batch_size`), None for direct calls only.
+    runners: the bound functions; consecutive launches go round robin over them.
+  """
+  name: str
+  args: List[ArgSpec]
+  output_codes: List[int]
+  batch_size: Optional[int]
+  runners: List[Runner]
+
+
+def detect_batch_size(input_shapes: Sequence[Optional[Sequence[Optional[int]]]],
+                      output_shapes: Sequence[Optional[Sequence[Optional[int]]]]
+                     ) -> Optional[int]:
+  """Batching auto-detection of the original (reference §2.4.1).
+
+  A function is batched with batch size N iff it has at least one input, all inputs have rank >= 1
+  and the same known leading dimension N (here also: fully defined shapes, so the batch can be
+  preallocated), and no output has rank 0 or a known leading dimension other than N (unknown
+  ranks and leading dimensions are allowed). Shapes are lists of dims (None = unknown), or None
+  for an unknown rank. Returns N, or None for an unbatched function.
+  """
+  if not input_shapes:
+    return None
+  batch_size = None
+  for shape in input_shapes:
+    if shape is None or len(shape) < 1 or any(d is None for d in shape):
+      return None
+    if batch_size is None:
+      batch_size = shape[0]
+    elif shape[0] != batch_size:
+      return None
+  if batch_size is None or batch_size < 1:
+    return None
+  for shape in output_shapes:
+    if shape is None:
+      continue
+    if len(shape) == 0:
+      return None
+    if shape[0] is not None and shape[0] != batch_size:
+      return None
+  return batch_size
+
+
+def error_response(code: int, message: str) -> bytes:
+  """A serialized CallResponse carrying an error status."""
+  return service_pb2.CallResponse(status_code=code,
+                                  status_error_message=message).SerializeToString()
+
+
+class RequestError(Exception):
+  """A request is refused; reported to its caller only."""
+
+  def __init__(self, code: int, message: str):
+    super().__init__(message)
+    self.code = code
+    self.message = message
+
+
+def _invalid(message: str) -> RequestError:
+  return RequestError(errors.INVALID_ARGUMENT, message)
+
+
+class Slot:
+  """Where a waiting caller receives its serialized response (a one-shot future).
+
+  A pre-acquired lock that `set_result` releases: the cheapest blocking hand-over in CPython.
+  """
+
+  __slots__ = ('_lock', 'payload')
+
+  def __init__(self):
+    self._lock = _thread.allocate_lock()
+    self._lock.acquire()
+    self.payload: Optional[bytes] = None
+
+  def set_result(self, payload: bytes) -> None:
+    if self.payload is None:
+      self.payload = payload
+      self._lock.release()
+
+  def done(self) -> bool:
+    return self.payload is not None
+
+  def wait(self) -> bytes:
+    self._lock.acquire()
+    return self.payload
+
+
+# A caller in a batch: (slot, first row, number of rows, single) where `single` means the caller
+# sent one element without the batch dimension and gets its outputs without it too.
+Caller = Tuple[Slot, int, int, bool]
+
+
+@dataclasses.dataclass
+class _Plan:
+  """Outcome of validating the shapes and dtypes of a request (cached per request signature)."""
+  direct: bool
+  rows: int = 1
+  single: bool = True
+  nbytes: List[int] = dataclasses.field(default_factory=list)  # expected len(content) per arg
+
+
+class _Batch:
+  """Preallocated input buffers of one batch and the callers that filled it."""
+
+  __slots__ = ('buffers', 'byte_views', 'callers', 'filled')
+
+  def __init__(self, args: Sequence[ArgSpec]):
+    self.buffers = [np.empty(a.shape, a.dtype) for a in args]
+    self.byte_views = [None if a.code == codec.DT_STRING else
+                       memoryview(b.reshape(-1).view(np.uint8)) for a, b in
+                       zip(args, self.buffers)]
+    self.callers: List[Caller] = []
+    self.filled = 0
+
+
+@dataclasses.dataclass
+class Job:
+  """One execution of a bound function; `run` is called by the thread that completed the batch
+  (or made the direct call)."""
+  runner: Runner
+  inputs: List[np.ndarray]
+  callers: List[Caller]
+  output_codes: List[int]
+  batch_size: Optional[int]  # set when the outputs must be split by rows
+  on_start: Optional[Callable[[], None]] = None
+
+  def run(self) -> List[Tuple[Slot, bytes]]:
+    """Runs the function and returns one serialized response per caller."""
+    if self.on_start is not None:
+      self.on_start()
+    try:
+      outputs = self.runner(self.inputs)
+      self.inputs = None  # Let the buffers go as soon as TensorFlow does.
+      if self.batch_size is None:
+        payload = _encode_whole(outputs, self.output_codes)
+        return [(caller[0], payload) for caller in self.callers]
+      return _encode_rows(outputs, self.output_codes, self.callers, self.batch_size)
+    except RequestError as e:
+      payload = error_response(e.code, e.message)
+    except Exception as e:  # pylint: disable=broad-except
+      payload = error_response(*status_of_exception(e))
+    return [(caller[0], payload) for caller in self.callers]
+
+
+def status_of_exception(e: BaseException) -> Tuple[int, str]:
+  """(code, message) for an exception raised by a bound function: the code of a
+  `tf.errors.OpError` (duck-typed, no TF import), UNKNOWN for anything else."""
+  code = getattr(e, 'error_code', None)
+  message = getattr(e, 'message', None)
+  if isinstance(code, int) and isinstance(message, str):
+    return code, message
+  return errors.UNKNOWN, f'{type(e).__name__}: {e}'
+
+
+def _encode_whole(outputs: Sequence[np.ndarray], codes: Sequence[int]) -> bytes:
+  response = service_pb2.CallResponse()
+  for out, code in zip(outputs, codes):
+    codec.add_array(response.tensor, np.asarray(out), code)
+  return response.SerializeToString()
+
+
+def _encode_rows(outputs: Sequence[np.ndarray], codes: Sequence[int], callers: Sequence[Caller],
+                 batch_size: int) -> List[Tuple[Slot, bytes]]:
+  """Slices every output per caller (rows [start, start+k), or row `start` without the batch
+  dimension for a single-element caller) and serializes one response per caller."""
+  prepared = []
+  for out, code in zip(outputs, codes):
+    out = np.asarray(out)
+    if out.ndim < 1:
+      raise _invalid('Output must be at least rank 1 when batching is enabled')
+    if out.shape[0] != batch_size:
+      raise _invalid('All outputs must have the same batch size as the inputs when batching is '
+                     f'enabled, expected: {batch_size} was: {out.shape[0]}')
+    if code == codec.DT_STRING:
+      prepared.append((code, out, None, 0))
+    else:
+      raw = codec.array_bytes(out)
+      prepared.append((code, out.shape[1:], raw, len(raw) // batch_size))
+  results = []
+  response_cls = service_pb2.CallResponse
+  for caller in callers:
+    _, start, rows, single = caller
+    response = response_cls()
+    add = response.tensor.add
+    for code, shape_or_out, raw, row_bytes in prepared:
+      if raw is None:
+        part = shape_or_out[start] if single else shape_or_out[start:start + rows]
+        codec.add_array(response.tensor, np.asarray(part, dtype=object), code)
+      else:
+        add(dtype=code, shape=shape_or_out if single else (rows,) + shape_or_out,
+            content=raw[start * row_bytes:(start + rows) * row_bytes])
+    results.append((caller[0], response.SerializeToString()))
+  return results
+
+
+class MethodBatcher:
+  """Validates the calls of one method and groups them into batches (thread-safe).
+
+  Args:
+    spec: the method.
+    execute: runs a `Job` on the calling thread and delivers its responses to the callers'
+      slots (the server wraps `Job.run` to track executions in flight).
+  """
+
+  def __init__(self, spec: MethodSpec, execute: Executor):
+    self._spec = spec
+    self._execute = execute
+    self._lock = threading.Lock()
+    self._nargs = len(spec.args)
+    self._codes = tuple(a.code for a in spec.args)
+    self._batch_size = spec.batch_size
+    self._counter = 0
+    self._plans: Dict[Tuple[Any, ...], _Plan] = collections.OrderedDict()
+    if spec.batch_size is not None:
+      self._full_shapes = tuple(a.shape for a in spec.args)
+      self._element_shapes = tuple(a.shape[1:] for a in spec.args)
+      # Numeric rows are copied with one slice assignment of bytes per argument (row_bytes > 0);
+      # strings element by element (string_sizes: elements per row).
+      self._row_bytes = tuple(
+          0 if a.code == codec.DT_STRING else math.prod(s) * a.dtype.itemsize
+          for s, a in zip(self._element_shapes, spec.args))
+      self._string_sizes = {i: math.prod(s) for i, (a, s) in
+                            enumerate(zip(spec.args, self._element_shapes))
+                            if a.code == codec.DT_STRING}
+      self._string_args = sorted(self._string_sizes)
+      self._current = self._new_batch()
+      self._spare: collections.deque = collections.deque()
+
+  # --- public ---------------------------------------------------------------------------------
+
+  def call(self, request: service_pb2.CallRequest) -> bytes:
+    """Handles one request; blocks until its response (serialized CallResponse) is ready."""
+    try:
+      tensors = list(request.tensor)
+      key = tuple([(t.dtype, tuple(t.shape)) for t in tensors])
+      plan = self._plans.get(key)
+      if plan is None:
+        plan = self._new_plan(key)
+      if plan.direct:
+        slot = self._direct(tensors)
+      else:
+        slot = self._enqueue(tensors, plan)
+    except RequestError as e:
+      return error_response(e.code, e.message)
+    return slot.wait()
+
+  def fail_pending(self, code: int, message: str) -> None:
+    """Answers every caller of the partially filled batch with an error and empties it."""
+    if self._batch_size is None:
+      return
+    payload = error_response(code, message)
+    with self._lock:
+      callers = self._current.callers
+      self._current = self._new_batch()
+    for caller in callers:
+      caller[0].set_result(payload)
+
+  # --- validation -------------------------------------------------------------------------------
+
+  def _new_plan(self, key) -> _Plan:
+    """Validates a request signature not seen recently; caches the plan of a valid one."""
+    plan = self._validate(key)
+    with self._lock:
+      if len(self._plans) >= _PLAN_CACHE_SIZE:
+        self._plans.popitem(last=False)
+      self._plans[key] = plan
+    return plan
+
+  def _validate(self, key: Tuple[Tuple[int, Tuple[int, ...]], ...]) -> _Plan:
+    """Checks count, then per argument rank, shape suffix and dtype (the original's order)."""
+    if len(key) != self._nargs:
+      raise _invalid(f'Expects {self._nargs} arguments, but {len(key)} is provided')
+    if self._batch_size is None or (key and key[0][1] == self._full_shapes[0]):
+      expected = [a.shape for a in self._spec.args]
+      self._check_args(key, expected, extra_rank=0)
+      return _Plan(direct=True)
+    element_shapes = self._element_shapes
+    batched_call = len(key[0][1]) == len(element_shapes[0]) + 1
+    extra = 1 if batched_call else 0
+    self._check_args(key, element_shapes, extra_rank=extra)
+    rows = key[0][1][0] if batched_call else 1
+    if batched_call:
+      for i, (_, shape) in enumerate(key):
+        if shape[0] != rows:
+          raise _invalid(f'Expects arg[{i}] to start with the batching dimension {rows} but had '
+                         f'shape {codec.format_shape(shape)}')
+      if rows < 1:
+        raise _invalid(f'Expects the batching dimension to be at least 1 but it is {rows}')
+      if rows > self._batch_size:
+        raise _invalid(f'A call with {rows} rows does not fit into the batch of '
+                       f'{self._batch_size} rows (Learner-side batch size exceeded)')
+    # Expected len(content) of every argument (0 for strings, whose count is checked apart).
+    nbytes = [rows * rb for rb in self._row_bytes]
+    return _Plan(direct=False, rows=rows, single=not batched_call, nbytes=nbytes)
+
+  def _check_args(self, key, expected_shapes, extra_rank: int) -> None:
+    fmt = codec.format_shape
+    for i, ((code, shape), want, want_code) in enumerate(zip(key, expected_shapes, self._codes)):
+      if want is None:  # Unknown rank: any shape.
+        want, shape = (), ()
+      rank = len(want) + extra_rank
+      if len(shape) != rank:
+        raise _invalid(f'Expects arg[{i}] to have shape with {rank} dimension(s), but had shape '
+                       f'{fmt(shape)}')
+      suffix = shape[extra_rank:]
+      if any(w is not None and w != d for w, d in zip(want, suffix)):
+        raise _invalid(f'Expects arg[{i}] to have shape with suffix {fmt(want)}, but had shape '
+                       f'{fmt(shape)}')
+      if code != want_code:
+        raise _invalid(f'Expects arg[{i}] to be {codec.dtype_name(want_code)} but '
+                       f'{codec.dtype_name(code)} is provided')
+
+  # --- execution --------------------------------------------------------------------------------
+
+  def _next_runner(self) -> Runner:
+    runners = self._spec.runners
+    runner = runners[self._counter % len(runners)]
+    self._counter += 1  # Benign race without the lock, as in the original.
+    return runner
+
+  def _direct(self, tensors) -> Slot:
+    try:
+      inputs = [codec.decode_tensor(t) for t in tensors]
+    except codec.CodecError as e:
+      raise _invalid(str(e)) from None
+    slot = Slot()
+    self._execute(Job(self._next_runner(), inputs, [(slot, 0, 0, False)],
+                      self._spec.output_codes, None))
+    return slot
+
+  def _new_batch(self) -> _Batch:
+    return _Batch(self._spec.args)
+
+  def _refill_spare(self) -> None:
+    """Prepares the buffers of a future batch outside the lock."""
+    self._spare.append(self._new_batch())
+
+  def _enqueue(self, tensors, plan: _Plan) -> Slot:
+    rows = plan.rows
+    contents = [t.content for t in tensors]
+    if list(map(len, contents)) != plan.nbytes:
+      self._raise_size_error(tensors, contents, plan)
+    for i in self._string_args:
+      if len(tensors[i].string_val) != rows * self._string_sizes[i]:
+        self._raise_size_error(tensors, contents, plan)
+    strings = [codec.decode_tensor(tensors[i]).reshape((rows,) + self._element_shapes[i])
+               for i in self._string_args]
+    slot = Slot()
+    with self._lock:
+      batch = self._current
+      start = batch.filled
+      end = start + rows
+      if end > self._batch_size:
+        raise _invalid(
+            f'A call with {rows} rows does not fit into the {self._batch_size - start} free rows '
+            f'of the current batch of {self._batch_size} (Learner-side batch size exceeded); '
+            'the batch size must be a multiple of every client batch size')
+      for view, content, row_bytes in zip(batch.byte_views, contents, self._row_bytes):
+        if view is not None:
+          view[start * row_bytes:end * row_bytes] = content
+      for i, values in zip(self._string_args, strings):
+        batch.buffers[i][start:end] = values
+      batch.callers.append((slot, start, rows, plan.single))
+      batch.filled = end
+      if end < self._batch_size:
+        return slot
+      self._current = self._spare.popleft() if self._spare else self._new_batch()
+      runner = self._next_runner()
+    # This call completed the batch: run it here, outside the lock.
+    self._execute(Job(runner, batch.buffers, batch.callers, self._spec.output_codes,
+                      self._batch_size, on_start=self._refill_spare))
+    return slot
+
+  def _raise_size_error(self, tensors, contents, plan: _Plan) -> None:
+    for i, (t, content, n) in enumerate(zip(tensors, contents, plan.nbytes)):
+      if i in self._string_sizes:
+        got, n, what = len(t.string_val), plan.rows * self._string_sizes[i], 'strings'
+      else:
+        got, what = len(content), 'bytes'
+      if got != n:
+        raise _invalid(f'Cannot parse tensor arg[{i}]: expected {n} {what} of data for shape '
+                       f'{codec.format_shape(t.shape)} but got {got}')
+    raise _invalid('Cannot parse tensor: wrong data size')  # pragma: no cover

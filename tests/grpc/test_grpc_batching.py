@@ -1,0 +1,285 @@
+"""seed_rl.grpc.batching without gRPC or TensorFlow: detection, validation, batching, fan-out."""
+
+import concurrent.futures
+import re
+import threading
+
+import numpy as np
+import pytest
+
+from seed_rl.grpc import batching
+from seed_rl.grpc import codec
+from seed_rl.grpc import errors
+from seed_rl.grpc import service_pb2
+
+INT32 = service_pb2.DT_INT32
+FLOAT = service_pb2.DT_FLOAT
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize('inputs, outputs, expected', [
+    ([(4,)], [(4,)], 4),
+    ([(4, 3), (4,)], [(4, 2), (None,), None], 4),  # unknown leading dim / rank allowed
+    ([(4,)], [], 4),                                 # no outputs
+    ([], [(4,)], None),                              # no inputs
+    ([(2,), (2,)], [()], None),                      # rank-0 output
+    ([(4,), (3,)], [(4,)], None),                    # different leading dims
+    ([()], [(1,)], None),                            # rank-0 input
+    ([(4,)], [(3,)], None),                          # output batch differs
+    ([(None,)], [(None,)], None),                    # unknown batch size
+    ([(4, None)], [(4,)], None),                     # not fully defined input
+    ([None], [(4,)], None),                          # unknown input rank
+])
+def test_detect_batch_size(inputs, outputs, expected):
+  assert batching.detect_batch_size(inputs, outputs) == expected
+
+
+def _request(*arrays, function='f'):
+  request = service_pb2.CallRequest(function=function)
+  codec.add_leaves(request.tensor, list(arrays))
+  return service_pb2.CallRequest.FromString(request.SerializeToString())
+
+
+def _response(payload):
+  response = service_pb2.CallResponse.FromString(payload)
+  if response.status_code:
+    return response.status_code, response.status_error_message
+  return [codec.decode_tensor(t) for t in response.tensor]
+
+
+class Recorder:
+  """A numpy runner that records its inputs; output = first input + 1 (and input 0 * 10)."""
+
+  def __init__(self, fail=None):
+    self.calls = []
+    self.fail = fail
+
+  def __call__(self, arrays):
+    self.calls.append([np.array(a) for a in arrays])
+    if self.fail is not None:
+      raise self.fail
+    return [arrays[0] + 1, arrays[0] * 10]
+
+
+def _execute(job):
+  for slot, payload in job.run():
+    slot.set_result(payload)
+
+
+def _batcher(shapes, codes=None, runners=None, batch_size='auto', output_codes=(INT32, INT32)):
+  codes = codes or [INT32] * len(shapes)
+  args = [batching.ArgSpec(c, s) for c, s in zip(codes, shapes)]
+  if batch_size == 'auto':
+    batch_size = batching.detect_batch_size(shapes, [shapes[0], shapes[0]])
+  spec = batching.MethodSpec('f', args, list(output_codes), batch_size,
+                             runners or [Recorder()])
+  return batching.MethodBatcher(spec, _execute), spec
+
+
+@pytest.fixture
+def pool():
+  with concurrent.futures.ThreadPoolExecutor(16) as executor:
+    yield executor
+
+
+@pytest.mark.timeout(20)
+def test_client_blocks_fill_one_batch_sliced_per_caller(pool):
+  batcher, spec = _batcher([(4,)])
+  a = pool.submit(batcher.call, _request(np.array([1, 2], np.int32)))
+  b = pool.submit(batcher.call, _request(np.array([10, 20], np.int32)))
+  out_a, out_b = _response(a.result(10)), _response(b.result(10))
+  assert len(spec.runners[0].calls) == 1
+  assert sorted(spec.runners[0].calls[0][0].tolist()) == [1, 2, 10, 20]
+  np.testing.assert_array_equal(out_a[0], [2, 3])
+  np.testing.assert_array_equal(out_b[0], [11, 21])
+  np.testing.assert_array_equal(out_b[1], [100, 200])
+
+
+@pytest.mark.timeout(20)
+def test_mixed_single_and_block_callers_get_their_own_shapes(pool):
+  # The original decided slice-or-element for everybody from the completing call; here each
+  # caller gets outputs shaped like its inputs.
+  batcher, _ = _batcher([(3,)])
+  single = pool.submit(batcher.call, _request(np.int32(5)))
+  while not batcher._current.callers:  # pylint: disable=protected-access
+    pass
+  block = pool.submit(batcher.call, _request(np.array([7, 8], np.int32)))
+  out_single, out_block = _response(single.result(10)), _response(block.result(10))
+  assert out_single[0].shape == () and out_single[0] == 6
+  np.testing.assert_array_equal(out_block[0], [8, 9])
+
+
+@pytest.mark.timeout(20)
+def test_full_batch_from_one_client_is_a_direct_call():
+  batcher, spec = _batcher([(2,)])
+  out = _response(batcher.call(_request(np.array([3, 4], np.int32))))
+  np.testing.assert_array_equal(out[0], [4, 5])
+  assert len(spec.runners[0].calls) == 1
+
+
+@pytest.mark.timeout(20)
+def test_overflowing_block_is_refused_and_consumes_no_slot(pool):
+  batcher, spec = _batcher([(4,)])
+  first = pool.submit(batcher.call, _request(np.array([1, 2, 3], np.int32)))
+  while not batcher._current.callers:  # pylint: disable=protected-access
+    pass
+  code, message = _response(batcher.call(_request(np.array([5, 6], np.int32))))
+  assert code == errors.INVALID_ARGUMENT
+  assert 'Learner-side batch size exceeded' in message and '1 free rows' in message
+  last = pool.submit(batcher.call, _request(np.int32(9)))
+  np.testing.assert_array_equal(_response(first.result(10))[0], [2, 3, 4])
+  assert _response(last.result(10))[0] == 10
+  assert len(spec.runners[0].calls) == 1
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize('arrays, message', [
+    ((np.int32(1), np.int32(2)), 'Expects 1 arguments, but 2 is provided'),
+    ((np.zeros((1, 2, 3), np.int32),),
+     r'Expects arg\[0\] to have shape with 1 dimension\(s\), but had shape \[1,2,3\]'),
+    ((np.zeros((2, 4), np.int32),),
+     r'Expects arg\[0\] to have shape with suffix \[3\], but had shape \[2,4\]'),
+    ((np.zeros(3, np.float32),), r'Expects arg\[0\] to be int32 but float is provided'),
+    ((np.array([['a', 'b', 'c']]),), r'Expects arg\[0\] to be int32 but string is provided'),
+])
+def test_validation_messages(arrays, message):
+  batcher, spec = _batcher([(4, 3)])
+  code, text = _response(batcher.call(_request(*arrays)))
+  assert code == errors.INVALID_ARGUMENT
+  assert re.search(message, text), text
+  assert not spec.runners[0].calls
+  assert batcher._current.filled == 0  # pylint: disable=protected-access
+
+
+@pytest.mark.timeout(20)
+def test_validation_order_is_count_rank_suffix_dtype():
+  batcher, _ = _batcher([(4, 3), (4,)])
+  # Wrong rank of arg 0 and wrong dtype of arg 1: the rank of arg 0 is reported.
+  code, text = _response(batcher.call(_request(np.zeros((1, 1, 3), np.float32),
+                                               np.zeros(1, np.float32))))
+  assert code == errors.INVALID_ARGUMENT
+  assert 'Expects arg[0] to have shape with 1 dimension(s), but had shape [1,1,3]' in text
+  # Right shapes, dtype of arg 0 wrong.
+  code, text = _response(batcher.call(_request(np.zeros((1, 3), np.float32),
+                                               np.zeros(1, np.int32))))
+  assert code == errors.INVALID_ARGUMENT and 'arg[0] to be int32 but float' in text
+
+
+@pytest.mark.timeout(20)
+def test_inconsistent_batch_dimension():
+  batcher, _ = _batcher([(4,), (4,)])
+  code, text = _response(batcher.call(_request(np.zeros(2, np.int32), np.zeros(3, np.int32))))
+  assert code == errors.INVALID_ARGUMENT
+  assert 'Expects arg[1] to start with the batching dimension 2 but had shape [3]' in text
+
+
+@pytest.mark.timeout(20)
+def test_content_size_mismatch_is_reported_without_writing():
+  batcher, _ = _batcher([(4,)])
+  request = service_pb2.CallRequest(function='f', tensor=[
+      service_pb2.Tensor(dtype=INT32, shape=[2], content=b'\0' * 7)])
+  code, text = _response(batcher.call(request))
+  assert code == errors.INVALID_ARGUMENT and 'Cannot parse tensor arg[0]' in text
+  assert batcher._current.filled == 0  # pylint: disable=protected-access
+
+
+@pytest.mark.timeout(20)
+def test_error_in_function_reaches_every_caller_of_the_batch(pool):
+  class FakeOpError(Exception):
+    error_code = errors.OUT_OF_RANGE
+    message = 'queue closed'
+
+  batcher, _ = _batcher([(2,)], runners=[Recorder(fail=FakeOpError())])
+  a = pool.submit(batcher.call, _request(np.int32(1)))
+  b = pool.submit(batcher.call, _request(np.int32(2)))
+  assert _response(a.result(10)) == (errors.OUT_OF_RANGE, 'queue closed')
+  assert _response(b.result(10)) == (errors.OUT_OF_RANGE, 'queue closed')
+
+
+@pytest.mark.timeout(20)
+def test_python_exception_is_unknown():
+  batcher, _ = _batcher([(1,)], runners=[Recorder(fail=ValueError('boom'))])
+  code, text = _response(batcher.call(_request(np.int32(1))))
+  assert code == errors.UNKNOWN and 'ValueError: boom' in text
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize('output, message', [
+    (np.int32(1), 'Output must be at least rank 1 when batching is enabled'),
+    (np.zeros(3, np.int32), 'expected: 2 was: 3'),
+])
+def test_bad_batched_outputs(output, message, pool):
+  batcher, _ = _batcher([(2,)], runners=[lambda arrays: [output, output]])
+  a = pool.submit(batcher.call, _request(np.int32(1)))
+  b = pool.submit(batcher.call, _request(np.int32(2)))
+  for future in (a, b):
+    code, text = _response(future.result(10))
+    assert code == errors.INVALID_ARGUMENT and message in text
+
+
+@pytest.mark.timeout(20)
+def test_round_robin_per_batch():
+  runners = [Recorder(), Recorder(), Recorder()]
+  batcher, _ = _batcher([(1,)], runners=runners)
+  for i in range(7):
+    batcher.call(_request(np.int32(i)))
+  assert [len(r.calls) for r in runners] == [3, 2, 2]
+  assert [c[0].tolist() for c in runners[1].calls] == [[1], [4]]
+
+
+@pytest.mark.timeout(20)
+def test_fail_pending_answers_waiting_callers(pool):
+  batcher, spec = _batcher([(3,)])
+  waiting = pool.submit(batcher.call, _request(np.int32(1)))
+  while not batcher._current.callers:  # pylint: disable=protected-access
+    pass
+  batcher.fail_pending(errors.UNAVAILABLE, 'server closed')
+  assert _response(waiting.result(10)) == (errors.UNAVAILABLE, 'server closed')
+  assert not spec.runners[0].calls
+
+
+@pytest.mark.timeout(20)
+def test_several_batches_in_flight(pool):
+  """The function of batch n+1 runs while the one of batch n is still running."""
+  started = [threading.Event(), threading.Event()]
+  release = threading.Event()
+  count = iter(range(2))
+
+  def runner(arrays):
+    started[next(count)].set()
+    assert release.wait(10)
+    return [arrays[0], arrays[0]]
+
+  batcher, _ = _batcher([(1,)], runners=[runner])
+  first = pool.submit(batcher.call, _request(np.int32(1)))
+  assert started[0].wait(10)
+  second = pool.submit(batcher.call, _request(np.int32(2)))
+  assert started[1].wait(10)  # Would time out if executions were serialized.
+  release.set()
+  assert _response(first.result(10))[0] == 1
+  assert _response(second.result(10))[0] == 2
+
+
+@pytest.mark.timeout(20)
+def test_strings_are_batched(pool):
+  def runner(arrays):
+    shout = np.array([x + b'!' for x in arrays[0]], dtype=object)
+    return [shout, arrays[0]]
+
+  batcher, _ = _batcher([(2,)], codes=[codec.DT_STRING], runners=[runner],
+                        output_codes=[codec.DT_STRING, codec.DT_STRING])
+  a = pool.submit(batcher.call, _request('ab'))
+  b = pool.submit(batcher.call, _request(np.array(['c'])))
+  out_a, out_b = _response(a.result(10)), _response(b.result(10))
+  assert out_a[0].shape == () and out_a[0][()] == b'ab!'
+  assert out_b[0].tolist() == [b'c!'] and out_b[1].tolist() == [b'c']
+
+
+@pytest.mark.timeout(20)
+def test_unbatched_function_exact_shapes():
+  batcher, spec = _batcher([(2,)], batch_size=None)
+  out = _response(batcher.call(_request(np.array([1, 2], np.int32))))
+  np.testing.assert_array_equal(out[0], [2, 3])
+  code, text = _response(batcher.call(_request(np.int32(1))))
+  assert 'Expects arg[0] to have shape with 1 dimension(s), but had shape []' in text
+  assert len(spec.runners[0].calls) == 1
