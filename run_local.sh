@@ -65,10 +65,26 @@ case "$ENVIRONMENT" in
     seed_rl_ensure_venv ""
     "$ROOT/seed_rl/environments/football/install.sh" "$SEED_RL_PYTHON";;
   dmlab)
+    # DeepMind Lab has no pip wheel. Check for it before creating or updating the venv (a first
+    # install takes minutes) with the venv's Python, or python3 where there is no venv yet, and
+    # again with the venv's Python once it exists.
+    check_dmlab() {
+      local error
+      error="$("$1" -c 'import deepmind_lab' 2>&1 >/dev/null)" && return 0
+      die "DeepMind Lab (Python module deepmind_lab) cannot be imported by $1 \
+($(printf '%s' "$error" | tail -n 1)).
+DeepMind Lab has no pip wheel; it is built from source with Bazel. The Docker image
+docker/Dockerfile.dmlab does that and runs seed_rl with it:
+  docker build -f docker/Dockerfile.dmlab -t seed_rl:dmlab .
+  docker run --gpus all -it --rm seed_rl:dmlab ./run_local.sh dmlab vtrace 4
+If another Python has it, make .venv from that Python with access to its packages:
+  /path/to/that/python3 -m venv --system-site-packages --clear .venv"
+    }
+    dmlab_python="${SEED_RL_VENV:-$ROOT/.venv}/bin/python"
+    [ -x "$dmlab_python" ] || dmlab_python="${PYTHON:-python3}"
+    check_dmlab "$dmlab_python"
     seed_rl_ensure_venv ""
-    "$SEED_RL_PYTHON" -c 'import deepmind_lab' 2>/dev/null || die \
-      "DeepMind Lab (python module deepmind_lab) is not installed here. It cannot be installed \
-with pip; build it with docker/Dockerfile.dmlab (see README, 'DeepMind Lab')."
+    check_dmlab "$SEED_RL_PYTHON"
     ;;
   *) seed_rl_ensure_venv "";;
 esac

@@ -1,0 +1,11 @@
+"""The DeepMind Lab agent: the deep IMPALA network (`ImpalaDeep`).
+
+DMLab and Atari share one network, defined once in `seed_rl.agents.vtrace.networks`; this
+module exposes it under the original's module name (`seed_rl.dmlab.networks.ImpalaDeep`).
+It imports TensorFlow: only the learner imports it.
+"""
+
+from seed_rl.agents.vtrace.networks import AgentOutput
+from seed_rl.agents.vtrace.networks import ImpalaDeep
+
+__all__ = ['AgentOutput', 'ImpalaDeep']
