@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Runs a SEED RL experiment on this machine: one learner, NUM_ACTORS actors and TensorBoard.
 #
-#   ./run_local.sh ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
+#   ./run_local.sh [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
 #
 # ENV: atari | football | dmlab | gym;  AGENT: vtrace | r2d2.
 # The first run creates .venv and installs what ENV needs. With tmux and an interactive
 # terminal the processes run in a tmux session "seed_rl" (the original's layout); otherwise
 # they run in the background, one log per process under LOGDIR/logs, with a progress line
 # here. Ctrl-C or ./stop_local.sh stops everything (the learner checkpoints first).
+# With --docker it builds the image of ENV (docker/build.sh) and runs all that inside a
+# container (docker/run.sh) instead, where a Docker engine is reachable.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$ROOT"
 
 usage() {
   cat >&2 <<EOF
-Usage: $0 ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
+Usage: $0 [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
+  --docker        build the image of ENV and run in a container (needs a Docker engine)
   ENV             atari | football | dmlab | gym
   AGENT           vtrace | r2d2
   NUM_ACTORS      number of actor processes (an integer, no leading zeros)
@@ -26,12 +29,15 @@ Examples:
   $0 gym vtrace 2 --env_name=CartPole-v1
   $0 atari vtrace 4
   $0 atari r2d2 4 4
+  $0 --docker football vtrace 4
 EOF
   exit 1
 }
 
 die() { echo "run_local.sh: $*" >&2; exit 1; }
 
+DOCKER=0
+if [ "${1:-}" = --docker ]; then DOCKER=1; shift; fi
 [ $# -ge 3 ] || usage
 ENVIRONMENT="$1"; AGENT="$2"; NUM_ACTORS="$3"; shift 3
 ENV_BATCH_SIZE=1
@@ -56,6 +62,16 @@ done
 MAIN="seed_rl/environments/$ENVIRONMENT/${AGENT}_main.py"
 if [ ! -f "$MAIN" ]; then
   die "$ENVIRONMENT $AGENT is not available yet ($MAIN does not exist); see the status table in README.md"
+fi
+
+if [ "$DOCKER" = 1 ]; then
+  # The image holds the environment and its venv: nothing is installed on this machine.
+  # shellcheck source=docker/common.sh
+  source docker/common.sh
+  seed_rl_require_docker_engine run_local.sh
+  "$ROOT/docker/build.sh" "$ENVIRONMENT"
+  exec "$ROOT/docker/run.sh" "$ENVIRONMENT" "$AGENT" "$NUM_ACTORS" "$ENV_BATCH_SIZE" \
+    "${EXTRA_FLAGS[@]}"
 fi
 
 # shellcheck source=scripts/ensure_venv.sh
@@ -108,6 +124,11 @@ learner_cmd=("$PY" -m "$MODULE" --run_mode=learner --logtostderr "${COMMON[@]}")
 actor_cmd() { ACTOR_CMD=(env CUDA_VISIBLE_DEVICES= "$PY" -m "$MODULE" --run_mode=actor --logtostderr
                          --task="$1" "${COMMON[@]}"); }
 tensorboard_cmd=("$VENV_BIN/tensorboard" --logdir "$LOGDIR" --port 6006)
+# In a container TensorBoard must listen on every interface to be reachable through the
+# published port (the images set SEED_RL_TENSORBOARD_HOST=0.0.0.0).
+if [ -n "${SEED_RL_TENSORBOARD_HOST:-}" ]; then
+  tensorboard_cmd+=(--host "$SEED_RL_TENSORBOARD_HOST")
+fi
 
 echo "seed_rl: $ENVIRONMENT $AGENT, $NUM_ACTORS actor(s) x $ENV_BATCH_SIZE env(s); logdir $LOGDIR"
 echo "seed_rl: a checkpoint in the logdir is resumed; delete $LOGDIR to start afresh."

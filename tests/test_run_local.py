@@ -3,6 +3,7 @@
 import os
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -104,3 +105,32 @@ def test_run_local_atari_r2d2_completes_training_steps(tmp_path):
   assert 'Replay buffer: ' in learner_log
   # 4 new unrolls of 5 steps, 4 frames per step: 80 frames per training step.
   assert 'Training finished at iteration 10 (800 environment frames)' in learner_log
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('engine', ['unreachable', 'no docker command'])
+def test_run_local_docker_without_an_engine_fails_clearly(engine, tmp_path):
+  """--docker needs a Docker engine: without one it says so and neither builds nor installs."""
+  if engine == 'unreachable':
+    env = {'DOCKER_HOST': 'unix:///nonexistent/docker.sock'}
+    message = 'no Docker engine is reachable'
+  else:
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    for tool in ('bash', 'dirname', 'tail', 'timeout', 'cat'):
+      (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {'PATH': str(bin_dir)}
+    message = 'the docker command is not installed'
+  result = _run_local('--docker', 'gym', 'vtrace', '2', '--env_name=CartPole-v1',
+                      env=dict(env, SEED_RL_VENV=str(tmp_path / 'venv')))
+  assert result.returncode == 1
+  assert message in result.stderr
+  assert 'build.sh' not in result.stderr
+  assert not (tmp_path / 'venv').exists()
+
+
+@pytest.mark.timeout(60)
+def test_run_local_docker_checks_its_arguments_first():
+  result = _run_local('--docker', 'gym', 'ppo', '2', env={'DOCKER_HOST': 'unix:///nonexistent'})
+  assert result.returncode != 0
+  assert "unknown AGENT 'ppo'" in result.stderr

@@ -1,0 +1,70 @@
+"""docker/build.sh, push.sh and run.sh: argument checks and the error where no engine is there.
+
+The images themselves need a Docker engine (and the network) to build; these tests run
+anywhere: no Docker engine is reachable at DOCKER_HOST=unix:///nonexistent/docker.sock, and a
+PATH without docker has no docker command at all.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NO_ENGINE = {'DOCKER_HOST': 'unix:///nonexistent/docker.sock'}
+
+
+def _run(script, *args, env=None, timeout=60):
+  environment = dict(os.environ)
+  environment.pop('IMAGE_URI', None)
+  environment.update(env or {})
+  return subprocess.run([f'docker/{script}'] + list(args), cwd=ROOT, env=environment,
+                        capture_output=True, text=True, timeout=timeout)
+
+
+def _path_without_docker(tmp_path):
+  bin_dir = tmp_path / 'bin'
+  bin_dir.mkdir()
+  for tool in ('bash', 'dirname', 'tail', 'timeout'):
+    (bin_dir / tool).symlink_to(shutil.which(tool))
+  return str(bin_dir)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('script, args', [
+    ('build.sh', []), ('build.sh', ['mujoco']), ('push.sh', []), ('push.sh', ['atari', 'x']),
+    ('run.sh', ['atari', 'r2d2']), ('run.sh', ['pong', 'r2d2', '4']),
+])
+def test_usage_errors(script, args):
+  result = _run(script, *args, env=NO_ENGINE)
+  assert result.returncode == 2
+  assert 'Usage:' in result.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('script, args', [
+    ('build.sh', ['atari']), ('build.sh', ['gym']), ('run.sh', ['football', 'vtrace', '4']),
+    ('push.sh', ['dmlab']),
+])
+def test_no_reachable_engine_is_a_clear_error(script, args):
+  result = _run(script, *args, env=dict(NO_ENGINE, PROJECT_ID='p'))
+  assert result.returncode == 1
+  assert 'no Docker engine is reachable' in result.stderr
+  assert 'start the Docker daemon' in result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_no_docker_command_is_a_clear_error(tmp_path):
+  result = _run('build.sh', 'dmlab', env={'PATH': _path_without_docker(tmp_path)})
+  assert result.returncode == 1
+  assert 'the docker command is not installed' in result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_push_needs_a_project(tmp_path):
+  result = _run('push.sh', 'atari', env={'PATH': _path_without_docker(tmp_path),
+                                         'PROJECT_ID': ''})
+  assert result.returncode == 1
+  assert 'set PROJECT_ID or IMAGE_URI' in result.stderr
