@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# V-trace (IMPALA) on the DeepMind Lab level rooms_keys_doors_puzzle on Vertex AI: the
+# original's gcp/train_dmlab_rooms_keys_doors_puzzle.sh scenario and its tuned hyper-parameters.
+# Learner: n1-standard-8 with one GPU; actors: 50 n1-standard-4 machines with 8 actors each (400
+# environments).
+#
+#   gcp/train_dmlab_rooms_keys_doors_puzzle.sh [--dry-run] [--flag=value ...]
+#
+# Configuration by environment variables (project, region, bucket, machine shape): see
+# gcp/setup.sh.
+set -euo pipefail
+# shellcheck source=gcp/setup.sh
+source "$(dirname "$0")/setup.sh"
+
+ENVIRONMENT=dmlab
+AGENT=vtrace
+SCENARIO=dmlab_rooms_keys_doors_puzzle
+LEARNER_MACHINE_TYPE="${LEARNER_MACHINE_TYPE:-n1-standard-8}"
+LEARNER_ACCELERATOR_TYPE="${LEARNER_ACCELERATOR_TYPE:-NVIDIA_TESLA_P100}"
+LEARNER_ACCELERATOR_COUNT="${LEARNER_ACCELERATOR_COUNT:-1}"
+ACTOR_MACHINE_TYPE="${ACTOR_MACHINE_TYPE:-n1-standard-4}"
+NUM_ACTOR_MACHINES="${NUM_ACTOR_MACHINES:-50}"
+ACTORS_PER_MACHINE="${ACTORS_PER_MACHINE:-8}"
+ENV_BATCH_SIZE="${ENV_BATCH_SIZE:-1}"
+HPARAMS=(
+  --game=rooms_keys_doors_puzzle
+  --inference_batch_size=64
+  --batch_size=32
+  --entropy_cost=0.002
+  --lambda_=0.922
+  --learning_rate=1e-4
+  --adam_epsilon=3.125e-11
+  --max_abs_reward=1
+)
+
+start_training "$@"

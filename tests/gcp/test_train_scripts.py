@@ -1,0 +1,301 @@
+"""gcp/train_<scenario>.sh and gcp/setup.sh: the Vertex AI CustomJob specs they write.
+
+Every script runs with --dry-run from the repository root, with a PATH that has neither gcloud
+nor docker (only the few tools the scripts use), so the tests also prove that a dry run calls
+neither. The spec must parse and have what a CustomJob needs: two worker pools (the learner
+with an accelerator, the actor machines), the image, gcp/run.py as the command with its flags,
+and the scenario's hyper-parameters of the original (reference §6.6) after `--`.
+"""
+
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: The only programs a dry run may use (everything else is a bash builtin).
+DRY_RUN_TOOLS = ('bash', 'date', 'mkdir', 'dirname', 'basename', 'sed', 'cat')
+
+#: script -> (environment, agent, learner machine, accelerators, actor machines, actors each,
+#:            the scenario's flags in order).
+SCENARIOS = {
+    'train_atari.sh': ('atari', 'r2d2', 'n1-highmem-32', 2, 32, 20, [
+        '--game=Pong', '--inference_batch_size=32', '--batch_size=64',
+        '--replay_buffer_min_size=5000', '--replay_buffer_size=100000',
+        '--total_environment_frames=50e9', '--replay_ratio=0.75', '--unroll_length=80',
+        '--learning_rate=1e-4', '--num_eval_envs=30', '--burn_in=40', '--clip_norm=80']),
+    'train_dmlab_explore_goal_locations_small.sh': ('dmlab', 'vtrace', 'n1-standard-8', 1, 50, 8, [
+        '--game=explore_goal_locations_small', '--inference_batch_size=64', '--batch_size=32',
+        '--entropy_cost=0.0009705614902108625', '--lambda_=0.95',
+        '--learning_rate=0.00022587896096859582', '--adam_epsilon=3.125e-9',
+        '--max_abs_reward=1']),
+    'train_dmlab_lasertag_three_opponents_small.sh': ('dmlab', 'vtrace', 'n1-standard-8', 1, 50, 8, [
+        '--game=lasertag_three_opponents_small', '--inference_batch_size=64', '--batch_size=32',
+        '--entropy_cost=0.0013043623417080615', '--lambda_=0.9',
+        '--learning_rate=0.000398313170083425', '--adam_epsilon=3.125e-11',
+        '--max_abs_reward=1']),
+    'train_dmlab_rooms_keys_doors_puzzle.sh': ('dmlab', 'vtrace', 'n1-standard-8', 1, 50, 8, [
+        '--game=rooms_keys_doors_puzzle', '--inference_batch_size=64', '--batch_size=32',
+        '--entropy_cost=0.002', '--lambda_=0.922', '--learning_rate=1e-4',
+        '--adam_epsilon=3.125e-11', '--max_abs_reward=1']),
+    'train_dmlab_rooms_watermaze.sh': ('dmlab', 'vtrace', 'n1-standard-8', 1, 50, 8, [
+        '--game=rooms_watermaze', '--inference_batch_size=64', '--batch_size=32',
+        '--entropy_cost=1e-5', '--lambda_=0.99', '--learning_rate=1e-4',
+        '--adam_epsilon=3.125e-7', '--max_abs_reward=1']),
+    'train_football_scoring.sh': ('football', 'vtrace', 'n1-standard-8', 1, 25, 8, [
+        '--game=11_vs_11_hard_stochastic', '--reward_experiment=scoring',
+        '--inference_batch_size=64', '--batch_size=32', '--unroll_length=32',
+        '--total_environment_frames=5e8', '--discounting=0.997', '--entropy_cost=3.1948e-5',
+        '--lambda_=0.9', '--learning_rate=5.5339e-5']),
+    'train_football_checkpoints.sh': ('football', 'vtrace', 'n1-standard-8', 1, 25, 8, [
+        '--game=11_vs_11_hard_stochastic', '--reward_experiment=scoring,checkpoints',
+        '--inference_batch_size=64', '--batch_size=32', '--unroll_length=32',
+        '--total_environment_frames=5e8', '--discounting=0.997', '--entropy_cost=7.3309e-4',
+        '--lambda_=1', '--learning_rate=1.2542e-4']),
+}
+#: Variables of the caller that would change the specs.
+CONFIG_VARIABLES = ('PROJECT_ID', 'REGION', 'REPOSITORY', 'BUCKET', 'IMAGE_URI', 'SKIP_BUILD',
+                    'JOB_NAME', 'SPEC_DIR', 'SERVICE_ACCOUNT', 'JOB_TIMEOUT', 'STREAM_LOGS',
+                    'LEARNER_MACHINE_TYPE', 'LEARNER_ACCELERATOR_TYPE',
+                    'LEARNER_ACCELERATOR_COUNT', 'ACTOR_MACHINE_TYPE', 'NUM_ACTOR_MACHINES',
+                    'ACTORS_PER_MACHINE', 'ENV_BATCH_SIZE')
+
+
+@pytest.fixture
+def bare_path(tmp_path):
+  """A PATH directory with only DRY_RUN_TOOLS: no gcloud, no docker."""
+  bin_dir = tmp_path / 'bin'
+  bin_dir.mkdir()
+  for tool in DRY_RUN_TOOLS:
+    location = shutil.which(tool)
+    assert location, f'{tool} is needed by the test'
+    (bin_dir / tool).symlink_to(location)
+  assert shutil.which('gcloud', path=str(bin_dir)) is None
+  assert shutil.which('docker', path=str(bin_dir)) is None
+  return str(bin_dir)
+
+
+def _run(script, *args, path, tmp_path, env=None, timeout=60):
+  environment = {k: v for k, v in os.environ.items() if k not in CONFIG_VARIABLES}
+  environment.update(PATH=path, HOME=str(tmp_path), SPEC_DIR=str(tmp_path / 'specs'))
+  environment.update(env or {})
+  return subprocess.run([f'gcp/{script}'] + list(args), cwd=ROOT, env=environment,
+                        capture_output=True, text=True, timeout=timeout)
+
+
+def _spec(tmp_path):
+  specs = sorted((tmp_path / 'specs').glob('*.yaml'))
+  assert len(specs) == 1, specs
+  return specs[0], yaml.safe_load(specs[0].read_text())
+
+
+def _args(pool):
+  container = pool['containerSpec']
+  assert container['command'] == ['python3', '/seed_rl/gcp/run.py']
+  args = container['args']
+  separator = args.index('--')
+  return args[:separator], args[separator + 1:]
+
+
+@pytest.mark.timeout(30)
+def test_there_is_a_train_script_per_scenario_of_the_original():
+  scripts = sorted(p.name for p in (ROOT / 'gcp').glob('train_*.sh'))
+  assert scripts == sorted(SCENARIOS)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('script', sorted(SCENARIOS))
+def test_dry_run_writes_a_custom_job_spec_and_calls_no_gcloud(script, tmp_path, bare_path):
+  environment, agent, learner_machine, accelerators, machines, actors, hparams = (
+      SCENARIOS[script])
+  result = _run(script, '--dry-run', path=bare_path, tmp_path=tmp_path)
+  assert result.returncode == 0, result.stdout + result.stderr
+  assert 'command not found' not in result.stderr
+  spec_file, spec = _spec(tmp_path)
+
+  pools = spec['workerPoolSpecs']
+  assert len(pools) == 2
+  learner, actor = pools
+  assert learner['replicaCount'] == 1
+  assert learner['machineSpec']['machineType'] == learner_machine
+  assert learner['machineSpec']['acceleratorType'].startswith('NVIDIA_')
+  assert learner['machineSpec']['acceleratorCount'] == accelerators
+  assert actor['replicaCount'] == machines > 0
+  assert actor['machineSpec']['machineType'] == 'n1-standard-4'
+  assert 'acceleratorType' not in actor['machineSpec']
+  image = f'us-central1-docker.pkg.dev/your-project-id/seed-rl/seed_rl:{environment}'
+  for pool in pools:
+    assert pool['containerSpec']['imageUri'] == image
+    assert pool['containerSpec'] == learner['containerSpec']
+
+  own, forwarded = _args(learner)
+  assert own == [f'--environment={environment}', f'--agent={agent}', f'--workers={machines}',
+                 f'--actors_per_worker={actors}', '--env_batch_size=1']
+  job_dir = spec['baseOutputDirectory']['outputUriPrefix']
+  assert job_dir.startswith('gs://your-project-id-seed-rl/seed_rl_')
+  assert forwarded == [f'--logdir={job_dir}'] + hparams
+  assert not any(a.startswith('--num_eval_actors') for a in forwarded)
+
+  # The dry run prints the spec and the commands it would run.
+  assert 'DRY RUN' in result.stdout
+  assert 'workerPoolSpecs:' in result.stdout
+  assert f'docker/build.sh {environment}' in result.stdout
+  assert (f'+ gcloud ai custom-jobs create --project=your-project-id --region=us-central1 '
+          f'--display-name={spec_file.stem} --config={spec_file}') in result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_configuration_comes_from_environment_variables(tmp_path, bare_path):
+  result = _run('train_football_scoring.sh', '--dry-run', '--game=academy_empty_goal_close',
+                '--odd=a "quoted" back\\slash', path=bare_path, tmp_path=tmp_path, env={
+                    'PROJECT_ID': 'my-project', 'REGION': 'europe-west4', 'BUCKET': 'gs://b1/',
+                    'JOB_NAME': 'football_try', 'SERVICE_ACCOUNT': 'sa@my-project.iam',
+                    'JOB_TIMEOUT': '86400s', 'LEARNER_ACCELERATOR_TYPE': 'NVIDIA_L4',
+                    'LEARNER_MACHINE_TYPE': 'g2-standard-8', 'NUM_ACTOR_MACHINES': '3',
+                    'ACTORS_PER_MACHINE': '2', 'ENV_BATCH_SIZE': '4', 'SKIP_BUILD': '1'})
+  assert result.returncode == 0, result.stdout + result.stderr
+  spec_file, spec = _spec(tmp_path)
+  assert spec_file.name == 'football_try.yaml'
+  learner, actor = spec['workerPoolSpecs']
+  assert learner['machineSpec'] == {'machineType': 'g2-standard-8',
+                                    'acceleratorType': 'NVIDIA_L4', 'acceleratorCount': 1}
+  assert actor['replicaCount'] == 3
+  assert (learner['containerSpec']['imageUri'] ==
+          'europe-west4-docker.pkg.dev/my-project/seed-rl/seed_rl:football')
+  own, forwarded = _args(actor)
+  assert own[2:] == ['--workers=3', '--actors_per_worker=2', '--env_batch_size=4']
+  assert forwarded[0] == '--logdir=gs://b1/football_try'
+  # Extra flags come last (absl: the last value wins), quotes and backslashes intact.
+  assert forwarded[-2:] == ['--game=academy_empty_goal_close', '--odd=a "quoted" back\\slash']
+  assert spec['baseOutputDirectory'] == {'outputUriPrefix': 'gs://b1/football_try'}
+  assert spec['serviceAccount'] == 'sa@my-project.iam'
+  assert spec['scheduling'] == {'timeout': '86400s'}
+  assert 'SKIP_BUILD=1' in result.stdout and 'docker/build.sh' not in result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_no_accelerator_when_the_count_is_zero_and_a_custom_image(tmp_path, bare_path):
+  result = _run('train_atari.sh', '--dry-run', path=bare_path, tmp_path=tmp_path,
+                env={'LEARNER_ACCELERATOR_COUNT': '0', 'IMAGE_URI': 'example.com/seed:1'})
+  assert result.returncode == 0, result.stdout + result.stderr
+  learner, _ = _spec(tmp_path)[1]['workerPoolSpecs']
+  assert learner['machineSpec'] == {'machineType': 'n1-highmem-32'}
+  assert learner['containerSpec']['imageUri'] == 'example.com/seed:1'
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('args, env, message', [
+    (['--dry-run', '--num_envs=8'], {}, '--num_envs=8 is set by gcp/run.py'),
+    (['--dry-run', '--task=1'], {}, 'is set by gcp/run.py'),
+    (['--dry-run', 'Pong'], {}, "unexpected argument 'Pong'"),
+    (['--dry-run'], {'NUM_ACTOR_MACHINES': '0'}, 'NUM_ACTOR_MACHINES must be an integer >= 1'),
+    (['--dry-run'], {'ENV_BATCH_SIZE': 'x'}, 'ENV_BATCH_SIZE must be an integer >= 1'),
+    (['--help'], {}, 'Usage:'),
+])
+def test_bad_arguments_are_refused_before_anything_runs(args, env, message, tmp_path,
+                                                          bare_path):
+  result = _run('train_atari.sh', *args, path=bare_path, tmp_path=tmp_path, env=env)
+  assert result.returncode != 0
+  assert message in result.stderr
+  assert not (tmp_path / 'specs').exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_real_run_needs_gcloud_and_says_so(tmp_path, bare_path):
+  result = _run('train_atari.sh', path=bare_path, tmp_path=tmp_path)
+  assert result.returncode != 0
+  assert 'gcloud is not installed' in result.stderr
+  assert not (tmp_path / 'specs').exists()
+
+
+@pytest.mark.timeout(60)
+def test_setup_dry_run_prints_the_one_time_setup(tmp_path, bare_path):
+  result = _run('setup.sh', '--dry-run', path=bare_path, tmp_path=tmp_path,
+                env={'PROJECT_ID': 'p1', 'REGION': 'us-east1'})
+  assert result.returncode == 0, result.stdout + result.stderr
+  out = result.stdout
+  assert ('+ gcloud services enable aiplatform.googleapis.com artifactregistry.googleapis.com '
+          'storage.googleapis.com --project=p1') in out
+  assert ('gcloud artifacts repositories create seed-rl --project=p1 --location=us-east1 '
+          '--repository-format=docker') in out
+  assert 'gcloud storage buckets create gs://p1-seed-rl --project=p1 --location=us-east1' in out
+  assert '+ gcloud auth configure-docker us-east1-docker.pkg.dev --quiet' in out
+
+
+# The entry points must define every flag a scenario passes (the original's train_atari.sh
+# passed `num_eval_actors`, which does not exist). One process per entry point: absl flags are
+# global, and each entry point imports TensorFlow once.
+_CHECK_FLAGS = r'''
+import importlib, sys
+from absl import flags
+importlib.import_module(sys.argv[1])
+for line in sys.stdin.read().split('\n\n'):
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(['main'] + line.split('\n'))
+print('all flags parsed')
+'''
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize('environment, agent', [('atari', 'r2d2'), ('dmlab', 'vtrace'),
+                                                ('football', 'vtrace')])
+def test_the_entry_point_defines_every_flag_of_its_scenarios(environment, agent, tmp_path,
+                                                              bare_path):
+  argument_lists = []
+  for script, scenario in sorted(SCENARIOS.items()):
+    if scenario[:2] != (environment, agent):
+      continue
+    run_dir = tmp_path / script
+    run_dir.mkdir()
+    result = _run(script, '--dry-run', path=bare_path, tmp_path=run_dir)
+    assert result.returncode == 0, result.stderr
+    argument_lists.append('\n'.join(_args(_spec(run_dir)[1]['workerPoolSpecs'][0])[1]))
+  assert argument_lists
+  environment_vars = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=str(ROOT))
+  result = subprocess.run(
+      [sys.executable, '-c', _CHECK_FLAGS, f'seed_rl.environments.{environment}.{agent}_main'],
+      input='\n\n'.join(argument_lists), cwd=ROOT, env=environment_vars, capture_output=True,
+      text=True, timeout=170)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'all flags parsed' in result.stdout
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('script', ['train_atari.sh', 'train_football_scoring.sh'])
+def test_the_spec_starts_the_learner_and_the_actors_through_run_py(script, tmp_path,
+                                                                   bare_path):
+  """The container args of a spec, given to gcp/run.py with the TF_CONFIG Vertex AI sets."""
+  _, _, _, _, machines, actors, _ = SCENARIOS[script]
+  result = _run(script, '--dry-run', path=bare_path, tmp_path=tmp_path)
+  assert result.returncode == 0, result.stderr
+  learner_pool, actor_pool = _spec(tmp_path)[1]['workerPoolSpecs']
+  cluster = {'workerpool0': ['learner-0:2222'],
+             'workerpool1': [f'actor-{i}:2222' for i in range(machines)]}
+
+  def commands(pool, task_type, index):
+    tf_config = json.dumps({'cluster': cluster, 'task': {'type': task_type, 'index': index}})
+    args = list(pool['containerSpec']['args'])
+    args.insert(args.index('--'), '--dry_run')
+    run = subprocess.run([sys.executable, str(ROOT / 'gcp' / 'run.py')] + args, cwd=ROOT,
+                         env=dict(os.environ, TF_CONFIG=tf_config), capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [shlex.split(line) for line in run.stdout.splitlines() if line.strip()]
+
+  num_envs = f'--num_envs={machines * actors}'
+  (learner,) = commands(learner_pool, 'workerpool0', 0)
+  assert '--run_mode=learner' in learner and '--server_address=[::]:2222' in learner
+  assert num_envs in learner
+  last_host = commands(actor_pool, 'workerpool1', machines - 1)
+  assert len(last_host) == actors
+  tasks = sorted(int(a.split('=')[1]) for c in last_host for a in c if a.startswith('--task='))
+  assert tasks == list(range((machines - 1) * actors, machines * actors))
+  for command in last_host:
+    assert '--run_mode=actor' in command and num_envs in command
+    assert '--server_address=learner-0:2222' in command
