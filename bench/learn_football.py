@@ -1,0 +1,223 @@
+r"""Learning benchmark: V-trace on GFootball `academy_empty_goal_close` until it scores.
+
+  python -m bench.learn_football [--network gfootball|small] [--frame_budget 1000000]
+                                 [--num_actors 2] [--env_batch_size 4] [--max_minutes 20]
+
+Starts a real learner and `num_actors` actors (unix socket, as `./run_local.sh football vtrace`
+does) and follows the learner's per-episode log lines. It stops when the mean raw return (the
+score: +1 for a goal) of the last `window` episodes exceeds `target` (0.5: scoring in more than
+half of the episodes), when the learner has used `frame_budget` environment frames, or after
+`max_minutes`. Prints the network, whether the target was reached, the frames used and the wall
+time, and the curve of windowed mean returns.
+
+`--network gfootball` (the default) is the full SEED GFootball network (four ResNet stacks);
+`--network small` is a two-layer conv net on the same unpacked SMM planes, for when the full
+network, not the environment, bounds the frames/s (on 2 CPU cores it about doubles them).
+
+The same file is also the entry point of the processes it starts: run with `--run_mode` it is
+`seed_rl.environments.football.vtrace_main` with the network chosen by the
+`SEED_RL_BENCH_NETWORK` environment variable.
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODULE = 'bench.learn_football'
+GAME = 'academy_empty_goal_close'
+NETWORK_VARIABLE = 'SEED_RL_BENCH_NETWORK'
+_EPISODE = re.compile(r'\] Return: ([-\d.e+]+) Raw return: ([-\d.e+]+) Frames: (\d+)')
+_PROGRESS = re.compile(r'Progress: (\d+)/')
+
+
+def create_small_agent(action_space, observation_space, parametric_action_distribution):
+  """A small feed-forward conv net on the unpacked SMM: the benchmark's CPU-friendly network."""
+  del action_space, observation_space
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from seed_rl.agents.vtrace import networks  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.football import observation  # pylint: disable=g-import-not-at-top
+
+  class SmallFootballNet(networks._RecurrentAgent):  # pylint: disable=protected-access
+    """Conv 16x5x5/2, conv 32x3x3/2, 3x3 max-pool/2, dense 128, heads; no LSTM."""
+
+    def __init__(self):
+      super().__init__(parametric_action_distribution.param_size, lstm_sizes=[],
+                       name='SmallFootballNet')
+      self._net = networks.track_layers(self, '_net', [
+          tf.keras.layers.Conv2D(16, 5, strides=2, padding='same', activation='relu'),
+          tf.keras.layers.Conv2D(32, 3, strides=2, padding='same', activation='relu'),
+          tf.keras.layers.MaxPool2D(3, strides=2, padding='same'),
+          tf.keras.layers.Flatten(),
+          tf.keras.layers.Dense(128, activation='relu')])
+
+    def _torso(self, unused_prev_actions, env_outputs):
+      x = observation.unpackbits(env_outputs.observation) / 255.
+      for layer in self._net:
+        x = layer(x)
+      return x
+
+    def _sample(self, policy_logits):
+      return parametric_action_distribution(policy_logits).sample()
+
+  return SmallFootballNet()
+
+
+def _entry_point() -> None:
+  """Runs as `vtrace_main` with the network of $SEED_RL_BENCH_NETWORK (learner or actor)."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+
+  from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.football import (
+    env,  # pylint: disable=g-import-not-at-top
+    vtrace_main,  # pylint: disable=g-import-not-at-top
+  )
+
+  network = os.environ.get(NETWORK_VARIABLE, 'gfootball')
+  create_agent = {'small': create_small_agent, 'gfootball': vtrace_main.create_agent}[network]
+
+  def main(argv):
+    entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner',
+                    create_agent, vtrace_main.create_optimizer)
+
+  app.run(main)
+
+
+def _episodes(log_text: str) -> list[tuple[float, int]]:
+  """(raw return, environment frames played so far) at the end of every episode the learner
+  logged, in order; the frames are the sum of the lengths of the episodes finished so far."""
+  episodes, frames = [], 0
+  for match in _EPISODE.finditer(log_text):
+    frames += int(match.group(3))
+    episodes.append((float(match.group(2)), frames))
+  return episodes
+
+
+def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
+  """Trains until the target, the frame budget or the time limit; returns what happened."""
+  num_envs = args.num_actors * args.env_batch_size
+  flags = [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
+           f'--game={GAME}', '--reward_experiment=scoring', f'--num_envs={num_envs}',
+           f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
+           f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
+           f'--entropy_cost={args.entropy_cost}', f'--discounting={args.discounting}',
+           f'--total_environment_frames={int(args.frame_budget)}',
+           '--save_checkpoint_secs=100000', f'--seed={args.seed}']
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=str(ROOT), PYTHONUNBUFFERED='1')
+  env[NETWORK_VARIABLE] = args.network
+  processes, logs = [], []
+
+  def start(name, extra, extra_env=None):
+    log = open(logdir / f'{name}.log', 'w')
+    logs.append(log)
+    processes.append(subprocess.Popen(
+        [sys.executable, '-m', MODULE] + flags + extra, cwd=ROOT, stdout=log,
+        stderr=subprocess.STDOUT, env=dict(env, **(extra_env or {}))))
+
+  learner_log = logdir / 'learner.log'
+  start_time = time.time()
+  curve, reached, reason, checked = [], None, 'time limit', 0
+  try:
+    start('learner', ['--run_mode=learner'])
+    for task in range(args.num_actors):
+      start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
+            {'CUDA_VISIBLE_DEVICES': ''})
+    next_report = args.window
+    while time.time() - start_time < 60 * args.max_minutes:
+      time.sleep(2)
+      episodes = _episodes(learner_log.read_text())
+      returns = [r for r, _ in episodes]
+      for end in range(next_report, len(episodes) + 1, args.window):
+        curve.append((episodes[end - 1][1], end, sum(returns[end - args.window:end]) / args.window))
+        next_report = end + args.window
+      # The first episode that ends a window of `window` episodes with a mean above target.
+      for end in range(max(args.window, checked + 1), len(episodes) + 1):
+        if sum(returns[end - args.window:end]) / args.window > args.target:
+          progress = _PROGRESS.findall(learner_log.read_text())
+          reached = (episodes[end - 1][1], end, time.time() - start_time,
+                     int(progress[-1]) if progress else 0)
+          break
+      checked = len(episodes)
+      if reached is not None:
+        reason = 'target reached'
+        break
+      if processes[0].poll() is not None:
+        reason = ('frame budget spent' if processes[0].returncode == 0 else
+                  f'learner exited with {processes[0].returncode}')
+        break
+  finally:
+    wall = time.time() - start_time
+    for process in processes:
+      if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+      process.wait()
+    for log in logs:
+      log.close()
+  text = learner_log.read_text()
+  progress = _PROGRESS.findall(text)
+  episodes = _episodes(text)
+  if reason.startswith('learner exited'):
+    print(text[-3000:], file=sys.stderr)
+  return {'reached': reached, 'reason': reason, 'wall_s': wall, 'episodes': len(episodes),
+          'frames': int(progress[-1]) if progress else 0, 'curve': curve,
+          'last_mean': (sum(r for r, _ in episodes[-args.window:]) / min(args.window, len(episodes))
+                        if episodes else float('nan'))}
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--network', choices=['gfootball', 'small'], default='gfootball')
+  parser.add_argument('--frame_budget', type=float, default=1e6)
+  parser.add_argument('--max_minutes', type=float, default=20)
+  parser.add_argument('--target', type=float, default=0.5)
+  parser.add_argument('--window', type=int, default=100)
+  parser.add_argument('--num_actors', type=int, default=2)
+  parser.add_argument('--env_batch_size', type=int, default=4)
+  parser.add_argument('--unroll_length', type=int, default=16)
+  parser.add_argument('--batch_size', type=int, default=4)
+  parser.add_argument('--learning_rate', type=float, default=0.00048)
+  parser.add_argument('--entropy_cost', type=float, default=0.003)
+  parser.add_argument('--discounting', type=float, default=0.993)
+  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--logdir', default=None,
+                      help='New directory that keeps the logs (default: a temporary one).')
+  args = parser.parse_args()
+
+  if args.logdir:
+    logdir = pathlib.Path(args.logdir)
+    logdir.mkdir(parents=True, exist_ok=False)
+    result = run(args, logdir)
+  else:
+    with tempfile.TemporaryDirectory() as logdir:
+      result = run(args, pathlib.Path(logdir))
+  network = ('GFootball (4 ResNet stacks)' if args.network == 'gfootball' else
+             'small conv net (--network small)')
+  print(f'football vtrace on {GAME}, {network}, {args.num_actors} actor(s) x '
+        f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
+        f'lr {args.learning_rate:g}, entropy {args.entropy_cost:g}')
+  for frames, episodes, mean in result['curve']:
+    print(f'  {frames:9d} frames, {episodes:6d} episodes: mean return of the last '
+          f'{args.window} = {mean:.2f}')
+  if result['reached'] is not None:
+    frames, episodes, seconds, trained = result['reached']
+    print(f'  REACHED mean return > {args.target:g} over {args.window} episodes after '
+          f'{frames} environment frames ({episodes} episodes; {trained} frames trained on) in '
+          f'{seconds:.0f} s wall time')
+  else:
+    print(f'  NOT reached ({result["reason"]}): {result["frames"]} frames trained on, '
+          f'{result["episodes"]} episodes, last mean return {result["last_mean"]:.2f}, '
+          f'{result["wall_s"]:.0f} s wall time')
+
+
+if __name__ == '__main__':
+  if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
+    _entry_point()
+  else:
+    main()
