@@ -177,9 +177,11 @@ stopping=0
 stop_all() {
   [ "$stopping" = 0 ] || return 0
   stopping=1
-  trap - INT TERM
+  # Ignored from here on, also by stop_local.sh (it inherits that): another Ctrl-C while
+  # stopping would otherwise kill both and leave the actors running.
+  trap '' INT TERM
   echo
-  echo "seed_rl: stopping (the learner writes a checkpoint first)"
+  echo "seed_rl: stopping (the learner writes a checkpoint first; at most about 70 s)"
   "$ROOT/stop_local.sh" --pidfile "$PIDFILE" >/dev/null 2>&1 || true
 }
 trap 'stop_all; exit 130' INT TERM

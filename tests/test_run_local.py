@@ -61,7 +61,10 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
 
 
 @pytest.mark.timeout(240)
-def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path):
+@pytest.mark.parametrize('presses', [1, 2])
+def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path, presses):
+  """Ctrl-C in a terminal: SIGINT to the whole process group; a second press while stopping
+  must not leave the actors running."""
   logdir = tmp_path / 'logdir'
   environment = dict(os.environ, SEED_RL_NO_TMUX='1', SEED_RL_NO_TENSORBOARD='1')
   process = subprocess.Popen(
@@ -77,7 +80,10 @@ def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path):
       assert process.poll() is None, process.stdout.read().decode()[-3000:]
       assert time.time() < deadline, 'no training step within 150 s'
       time.sleep(0.5)
-    process.send_signal(signal.SIGINT)  # What Ctrl-C sends to run_local.sh.
+    for press in range(presses):
+      if press:
+        time.sleep(1)
+      os.killpg(process.pid, signal.SIGINT)  # What Ctrl-C sends to the terminal's job.
     output = process.communicate(timeout=90)[0].decode()
     assert 'stopping' in output
     log = learner_log.read_text()
