@@ -201,6 +201,19 @@ _seed_rl_gcp_check_count() {  # NAME VALUE MIN
 # Builds and pushes the image, writes the CustomJob spec and submits it. Expects ENVIRONMENT,
 # AGENT, SCENARIO, the machine-shape variables and the array HPARAMS (the scenario's flags);
 # its arguments are the train script's.
+# Sets the scenario's machine shape: machine_shape LEARNER_MACHINE_TYPE LEARNER_ACCELERATOR_TYPE
+# LEARNER_ACCELERATOR_COUNT ACTOR_MACHINE_TYPE NUM_ACTOR_MACHINES ACTORS_PER_MACHINE. A variable
+# the caller already set keeps its value; ENV_BATCH_SIZE defaults to 1.
+machine_shape() {
+  LEARNER_MACHINE_TYPE="${LEARNER_MACHINE_TYPE:-$1}"
+  LEARNER_ACCELERATOR_TYPE="${LEARNER_ACCELERATOR_TYPE:-$2}"
+  LEARNER_ACCELERATOR_COUNT="${LEARNER_ACCELERATOR_COUNT:-$3}"
+  ACTOR_MACHINE_TYPE="${ACTOR_MACHINE_TYPE:-$4}"
+  NUM_ACTOR_MACHINES="${NUM_ACTOR_MACHINES:-$5}"
+  ACTORS_PER_MACHINE="${ACTORS_PER_MACHINE:-$6}"
+  ENV_BATCH_SIZE="${ENV_BATCH_SIZE:-1}"
+}
+
 start_training() {
   local extra_flags=() argument
   for argument in "$@"; do

@@ -16,13 +16,8 @@ source "$(dirname "$0")/setup.sh"
 ENVIRONMENT=atari
 AGENT=r2d2
 SCENARIO=atari
-LEARNER_MACHINE_TYPE="${LEARNER_MACHINE_TYPE:-n1-highmem-32}"
-LEARNER_ACCELERATOR_TYPE="${LEARNER_ACCELERATOR_TYPE:-NVIDIA_TESLA_P100}"
-LEARNER_ACCELERATOR_COUNT="${LEARNER_ACCELERATOR_COUNT:-2}"
-ACTOR_MACHINE_TYPE="${ACTOR_MACHINE_TYPE:-n1-standard-4}"
-NUM_ACTOR_MACHINES="${NUM_ACTOR_MACHINES:-32}"
-ACTORS_PER_MACHINE="${ACTORS_PER_MACHINE:-20}"
-ENV_BATCH_SIZE="${ENV_BATCH_SIZE:-1}"
+# Learner machine, its accelerator and count; actor machine, machines, actors on each.
+machine_shape n1-highmem-32 NVIDIA_TESLA_P100 2 n1-standard-4 32 20
 HPARAMS=(
   --game=Pong
   --inference_batch_size=32

@@ -15,13 +15,8 @@ source "$(dirname "$0")/setup.sh"
 ENVIRONMENT=dmlab
 AGENT=vtrace
 SCENARIO=dmlab_rooms_watermaze
-LEARNER_MACHINE_TYPE="${LEARNER_MACHINE_TYPE:-n1-standard-8}"
-LEARNER_ACCELERATOR_TYPE="${LEARNER_ACCELERATOR_TYPE:-NVIDIA_TESLA_P100}"
-LEARNER_ACCELERATOR_COUNT="${LEARNER_ACCELERATOR_COUNT:-1}"
-ACTOR_MACHINE_TYPE="${ACTOR_MACHINE_TYPE:-n1-standard-4}"
-NUM_ACTOR_MACHINES="${NUM_ACTOR_MACHINES:-50}"
-ACTORS_PER_MACHINE="${ACTORS_PER_MACHINE:-8}"
-ENV_BATCH_SIZE="${ENV_BATCH_SIZE:-1}"
+# Learner machine, its accelerator and count; actor machine, machines, actors on each.
+machine_shape n1-standard-8 NVIDIA_TESLA_P100 1 n1-standard-4 50 8
 HPARAMS=(
   --game=rooms_watermaze
   --inference_batch_size=64
