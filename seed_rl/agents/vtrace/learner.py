@@ -345,8 +345,8 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
     return [value for _, value in session]
 
   @tf.function
-  def minimize(iterator):
-    values = strategy.run(train_step, (next(iterator),))
+  def minimize(unrolls):
+    values = strategy.run(train_step, (unrolls,))
     logger.step_end(list(zip(logged_names, values)),
                     strategy=strategy if num_replicas > 1 else None,
                     step_increment=iter_frame_ratio)
@@ -361,7 +361,10 @@ def _train(create_env_fn, create_agent_fn, create_optimizer_fn, config,
 
   def train_once():
     checkpointer.maybe_save()
-    minimize(iterator)
+    # The batch is taken before the step starts, not inside `minimize`: there, ops that do not
+    # depend on the data (the optimizer's step counter) could run even when a stop request
+    # makes the dequeue fail, counting a step that never happened.
+    minimize(next(iterator))
 
   iterator = iter(dataset)
   learner_utils.serve_and_train(server, logger, additional_logs, train_once,
