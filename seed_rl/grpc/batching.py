@@ -26,6 +26,7 @@ import numpy as np
 from seed_rl.grpc import codec
 from seed_rl.grpc import errors
 from seed_rl.grpc import service_pb2
+from seed_rl.grpc import wire
 
 # A bound function as seen by the batcher: flat input arrays -> flat output arrays.
 Runner = Callable[[List[np.ndarray]], List[np.ndarray]]
@@ -154,6 +155,19 @@ class _Plan:
   rows: int = 1
   single: bool = True
   nbytes: List[int] = dataclasses.field(default_factory=list)  # expected len(content) per arg
+  # Direct calls: per argument (wire dtype, shape, len(content)) to view the bytes as an array,
+  # or None where the generic decoder must check (strings, negative dimensions).
+  views: List[Optional[Tuple[np.dtype, Tuple[int, ...], int]]] = dataclasses.field(
+      default_factory=list)
+
+
+def _view_of(code: int, shape: Tuple[int, ...]
+             ) -> Optional[Tuple[np.dtype, Tuple[int, ...], int]]:
+  """How a direct call's argument of this (validated) dtype and shape is read from its bytes."""
+  dtype = codec.WIRE_DTYPE_BY_CODE.get(code)
+  if dtype is None or any(d < 0 for d in shape):
+    return None
+  return dtype, shape, math.prod(shape) * dtype.itemsize
 
 
 class _Batch:
@@ -210,17 +224,14 @@ def status_of_exception(e: BaseException) -> Tuple[int, str]:
 
 
 def _encode_whole(outputs: Sequence[np.ndarray], codes: Sequence[int]) -> bytes:
-  response = service_pb2.CallResponse()
-  for out, code in zip(outputs, codes):
-    codec.add_array(response.tensor, np.asarray(out), code)
-  return response.SerializeToString()
+  return wire.encode_call_response(outputs, codes)
 
 
 def _encode_rows(outputs: Sequence[np.ndarray], codes: Sequence[int], callers: Sequence[Caller],
                  batch_size: int) -> List[Tuple[Slot, bytes]]:
   """Slices every output per caller (rows [start, start+k), or row `start` without the batch
   dimension for a single-element caller) and serializes one response per caller."""
-  prepared = []
+  slicers = []
   for out, code in zip(outputs, codes):
     out = np.asarray(out)
     if out.ndim < 1:
@@ -228,25 +239,13 @@ def _encode_rows(outputs: Sequence[np.ndarray], codes: Sequence[int], callers: S
     if out.shape[0] != batch_size:
       raise _invalid('All outputs must have the same batch size as the inputs when batching is '
                      f'enabled, expected: {batch_size} was: {out.shape[0]}')
-    if code == codec.DT_STRING:
-      prepared.append((code, out, None, 0))
-    else:
-      raw = codec.array_bytes(out)
-      prepared.append((code, out.shape[1:], raw, len(raw) // batch_size))
+    slicers.append(wire.RowSlicer(out, code))
   results = []
-  response_cls = service_pb2.CallResponse
-  for caller in callers:
-    _, start, rows, single = caller
-    response = response_cls()
-    add = response.tensor.add
-    for code, shape_or_out, raw, row_bytes in prepared:
-      if raw is None:
-        part = shape_or_out[start] if single else shape_or_out[start:start + rows]
-        codec.add_array(response.tensor, np.asarray(part, dtype=object), code)
-      else:
-        add(dtype=code, shape=shape_or_out if single else (rows,) + shape_or_out,
-            content=raw[start * row_bytes:(start + rows) * row_bytes])
-    results.append((caller[0], response.SerializeToString()))
+  for slot, start, rows, single in callers:
+    parts: List[Any] = []
+    for slicer in slicers:
+      slicer.add(parts, start, rows, single)
+    results.append((slot, b''.join(parts)))
   return results
 
 
@@ -294,7 +293,7 @@ class MethodBatcher:
       if plan is None:
         plan = self._new_plan(key)
       if plan.direct:
-        slot = self._direct(tensors)
+        slot = self._direct(tensors, plan)
       else:
         slot = self._enqueue(tensors, plan)
     except RequestError as e:
@@ -330,7 +329,7 @@ class MethodBatcher:
     if self._batch_size is None or (key and key[0][1] == self._full_shapes[0]):
       expected = [a.shape for a in self._spec.args]
       self._check_args(key, expected, extra_rank=0)
-      return _Plan(direct=True)
+      return _Plan(direct=True, views=[_view_of(code, shape) for code, shape in key])
     element_shapes = self._element_shapes
     batched_call = len(key[0][1]) == len(element_shapes[0]) + 1
     extra = 1 if batched_call else 0
@@ -375,9 +374,15 @@ class MethodBatcher:
     self._counter += 1  # Benign race without the lock, as in the original.
     return runner
 
-  def _direct(self, tensors) -> Slot:
+  def _direct(self, tensors, plan: _Plan) -> Slot:
+    inputs = []
     try:
-      inputs = [codec.decode_tensor(t) for t in tensors]
+      for tensor, view in zip(tensors, plan.views):
+        content = tensor.content if view is not None else None
+        if content is None or len(content) != view[2]:
+          inputs.append(codec.decode_tensor(tensor))  # Raises the error of a wrong size.
+        else:
+          inputs.append(np.frombuffer(content, view[0]).reshape(view[1]))
     except codec.CodecError as e:
       raise _invalid(str(e)) from None
     slot = Slot()

@@ -19,6 +19,7 @@ from seed_rl.grpc import codec
 from seed_rl.grpc import errors
 from seed_rl.grpc import security
 from seed_rl.grpc import service_pb2
+from seed_rl.grpc import wire
 
 #: Default cap of one message in either direction (the server uses the same default).
 DEFAULT_MAX_MESSAGE_LENGTH = 128 * 1024 * 1024
@@ -173,12 +174,10 @@ class Client:
   # --- calls --------------------------------------------------------------------------------------
 
   def _encode_request(self, name: str, args) -> bytes:
-    request = service_pb2.CallRequest(function=name)
     try:
-      codec.add_leaves(request.tensor, codec.flatten(list(args)))
+      return wire.encode_call_request(name, codec.flatten(list(args)))
     except codec.CodecError as e:
       raise errors.make_error(errors.INVALID_ARGUMENT, f'{name}: {e}') from None
-    return request.SerializeToString()
 
   def _call(self, name: str, args, pack, num_outputs: int):
     request = self._encode_request(name, args)

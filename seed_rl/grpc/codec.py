@@ -236,8 +236,9 @@ _FAST_CODES = CODE_BY_DTYPE if _LITTLE_ENDIAN else {}
 def add_leaves(container, leaves: Sequence[Any]) -> None:
   """Appends one `Tensor` per leaf to a repeated `Tensor` field.
 
-  The hot path of every actor step: numpy arrays of native little-endian dtypes go straight to
-  `tobytes()`; everything else through `to_array`. A CodecError names the offending arg[i].
+  The message-based encoding of a call's arguments (the actors' per-step path writes the same
+  bytes directly: `wire.encode_call_request`). Numpy arrays of native little-endian dtypes go
+  straight to `tobytes()`; everything else through `to_array`. A CodecError names arg[i].
   """
   add = container.add
   for i, leaf in enumerate(leaves):
