@@ -203,7 +203,7 @@ class Job:
       outputs = self.runner(self.inputs)
       self.inputs = None  # Let the buffers go as soon as TensorFlow does.
       if self.batch_size is None:
-        payload = _encode_whole(outputs, self.output_codes)
+        payload = wire.encode_call_response(outputs, self.output_codes)
         return [(caller[0], payload) for caller in self.callers]
       return _encode_rows(outputs, self.output_codes, self.callers, self.batch_size)
     except RequestError as e:
@@ -221,10 +221,6 @@ def status_of_exception(e: BaseException) -> Tuple[int, str]:
   if isinstance(code, int) and isinstance(message, str):
     return code, message
   return errors.UNKNOWN, f'{type(e).__name__}: {e}'
-
-
-def _encode_whole(outputs: Sequence[np.ndarray], codes: Sequence[int]) -> bytes:
-  return wire.encode_call_response(outputs, codes)
 
 
 def _encode_rows(outputs: Sequence[np.ndarray], codes: Sequence[int], callers: Sequence[Caller],

@@ -135,8 +135,8 @@ def _make_call(fn, concrete, flat_specs, num_outputs: int) -> Callable[[List[Any
   Fastest first: the function op executed directly (`_make_execute_call`), the concrete
   function's atomic inference function (`inference_fn.call_flat`, public attributes of the traced
   function; ~3x less Python than `fn(*args)`), then the concrete function's flat call, then the
-  plain structured call. The fast paths are used only when the
-  flat input/output layout checks out at bind time.
+  plain structured call. The fast paths are used only when the flat input/output layout checks
+  out at bind time.
   """
   flatten = tf.nest.flatten
   if _flat_inputs_match(concrete, flat_specs):

@@ -84,9 +84,14 @@ def _message_field(tag: bytes, tensor: service_pb2.Tensor) -> bytes:
   return tag + varint(len(data)) + data
 
 
+def _is_direct(arr: np.ndarray, code: int) -> bool:
+  """True if `arr`'s own buffer is its wire content for dtype `code`."""
+  return arr.flags.c_contiguous and _DIRECT_CODES.get(arr.dtype) == code
+
+
 def _add_array(parts: List[Any], tag: bytes, arr: np.ndarray, code: int) -> None:
   """Appends one `Tensor` field holding the whole of `arr` (an array from `codec.to_array`)."""
-  if arr.flags.c_contiguous and _DIRECT_CODES.get(arr.dtype) == code:
+  if _is_direct(arr, code):
     parts.append(_header(tag, code, arr.shape, arr.nbytes))
     if arr.nbytes:
       parts.append(arr)
@@ -134,8 +139,7 @@ class RowSlicer:
     self._arr = arr
     self._code = code
     self._row_shape = arr.shape[1:]
-    direct = arr.flags.c_contiguous and _DIRECT_CODES.get(arr.dtype) == code
-    self._buffer = memoryview(arr).cast('B') if direct and arr.nbytes else None
+    self._buffer = memoryview(arr).cast('B') if _is_direct(arr, code) and arr.nbytes else None
     self._row_bytes = arr.nbytes // arr.shape[0] if arr.shape[0] else 0
 
   def add(self, parts: List[Any], start: int, rows: int, single: bool) -> None:
