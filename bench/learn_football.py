@@ -45,7 +45,7 @@ def create_small_agent(action_space, observation_space, parametric_action_distri
   from seed_rl.agents.vtrace import networks  # pylint: disable=g-import-not-at-top
   from seed_rl.environments.football import observation  # pylint: disable=g-import-not-at-top
 
-  class SmallFootballNet(networks._RecurrentAgent):  # pylint: disable=protected-access
+  class SmallFootballNet(networks.RecurrentActorCritic):
     """Conv 16x5x5/2, conv 32x3x3/2, 3x3 max-pool/2, dense 128, heads; no LSTM."""
 
     def __init__(self):

@@ -5,7 +5,9 @@ Every agent is a Keras model called as
 `(AgentOutput, new_core_state)`. Without `unroll` the inputs are `[B, ...]` (one inference
 step); with `unroll` they are time-major `[T, B, ...]` (training). The recurrent state is reset
 to `initial_state` before every step whose `done` flag says a new episode starts.
-`initial_state(batch_size)` gives the zero state; `()` for feed-forward agents.
+`initial_state(batch_size)` gives the zero state; `()` for feed-forward agents. `env_outputs` is
+an `EnvOutput` or a 5-tuple in its order. The plumbing behind this convention is shared by all
+networks and lives in `seed_rl.common.networks`.
 """
 
 import collections
@@ -13,57 +15,16 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from seed_rl.common import utils
+from seed_rl.common import networks as common_networks
+from seed_rl.common.networks import track_layers
 
 AgentOutput = collections.namedtuple('AgentOutput', 'action policy_logits baseline')
 
 
-def _reset_where_done(done, state, initial_state):
-  """Replaces the rows of `state` whose episode starts now by the initial state."""
-  def select(initial, current):
-    mask = tf.reshape(done, [-1] + [1] * (current.shape.rank - 1))
-    return tf.where(mask, initial, current)
-  return tf.nest.map_structure(select, initial_state, state)
+class RecurrentActorCritic(tf.keras.Model):
+  """The V-trace network base: torso, LSTM stack with resets, policy and baseline heads, sampling.
 
-
-def track_layers(model: tf.keras.layers.Layer, name: str, layers: Sequence) -> list:
-  """Makes `layers` (a possibly nested list) visible to `tf.train.Checkpoint`.
-
-  Keras 3 tracks layers held in lists for its own weights, but `tf.train.Checkpoint` only sees
-  layers held directly in attributes, so each one also gets an attribute `{name}_{index}`.
-  Returns `layers` for storing as the list the model uses.
-  """
-  for index, layer in enumerate(layers):
-    if isinstance(layer, (list, tuple)):
-      track_layers(model, f'{name}_{index}', layer)
-    else:
-      setattr(model, f'{name}_{index}', layer)
-  return list(layers)
-
-
-def unroll_lstm_cells(cells, inputs, done, core_state, initial_state):
-  """Runs a stack of LSTM cells over time `[T, B, F]`, resetting state at episode starts.
-
-  `core_state` and `initial_state` are `((h, c), ...)`, one pair per cell; before step t the
-  rows whose `done[t]` is set restart from `initial_state`. Returns `(outputs [T, B, units],
-  final core_state)`.
-  """
-  outputs = []
-  for step_input, step_done in zip(tf.unstack(inputs), tf.unstack(done)):
-    core_state = _reset_where_done(step_done, core_state, initial_state)
-    new_state = []
-    for cell, (h, c) in zip(cells, core_state):
-      step_input, (h, c) = cell(step_input, [h, c])
-      new_state.append((h, c))
-    core_state = tuple(new_state)
-    outputs.append(step_input)
-  return tf.stack(outputs), core_state
-
-
-class _RecurrentAgent(tf.keras.Model):
-  """Shared plumbing: time dimension handling, LSTM stack with resets, heads and sampling.
-
-  Subclasses define `_torso(prev_actions, env_outputs)` (applied to `[N, ...]` inputs, with
+  Environment networks (e.g. Football's) subclass it too. Subclasses define `_torso(prev_actions, env_outputs)` (applied to `[N, ...]` inputs, with
   N = T*B) and `_sample(policy_logits)`.
   """
 
@@ -82,8 +43,9 @@ class _RecurrentAgent(tf.keras.Model):
   def _core(self, torso_outputs, done, core_state):
     if not self._cells:
       return torso_outputs, core_state
-    return unroll_lstm_cells(self._cells, torso_outputs, done, core_state,
-                             self.initial_state(tf.shape(done)[1]))
+    return common_networks.unroll_recurrent(
+        common_networks.lstm_stack_step(self._cells), torso_outputs, done, core_state,
+        self.initial_state(tf.shape(done)[1]))
 
   def _head(self, core_output):
     policy_logits = self._policy_logits(core_output)
@@ -91,22 +53,16 @@ class _RecurrentAgent(tf.keras.Model):
     return AgentOutput(self._sample(policy_logits), policy_logits, baseline)
 
   def call(self, prev_actions, env_outputs, core_state, unroll=False, is_training=False):
-    if not unroll:
-      prev_actions, env_outputs = tf.nest.map_structure(
-          lambda t: t[tf.newaxis], (prev_actions, env_outputs))
-    torso_outputs = utils.batch_apply(self._torso, (prev_actions, env_outputs))
-    core_outputs, core_state = self._core(torso_outputs, env_outputs.done, core_state)
-    outputs = utils.batch_apply(self._head, (core_outputs,))
-    if not unroll:
-      outputs = tf.nest.map_structure(lambda t: t[0], outputs)
-    return outputs, core_state
+    return common_networks.apply_step_or_unroll(
+        common_networks.torso_core_head(self._torso, self._core, self._head),
+        prev_actions, env_outputs, core_state, unroll)
 
   @tf.function
   def get_action(self, *args, **kwargs):
     return self(*args, **kwargs)
 
 
-class MLPandLSTM(_RecurrentAgent):
+class MLPandLSTM(RecurrentActorCritic):
   """MLP torso on the observation, optional LSTM stack, policy and baseline heads.
 
   The generic agent for vector observations (Gymnasium classic control, MuJoCo).
@@ -143,7 +99,7 @@ class _ResidualBlock(tf.keras.layers.Layer):
     return x + self._conv_2(tf.nn.relu(self._conv_1(tf.nn.relu(x))))
 
 
-class ImpalaDeep(_RecurrentAgent):
+class ImpalaDeep(RecurrentActorCritic):
   """The deep IMPALA network (Espeholt et al. 2018) for image observations.
 
   Three ResNet stacks (16, 32, 32 channels; conv, 3x3 max-pool with stride 2, two residual

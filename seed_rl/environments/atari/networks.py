@@ -10,16 +10,16 @@ The agent is called as `agent((prev_actions, env_outputs), agent_state, unroll=F
 `(AgentOutput(action, q_values), new_agent_state)`. Without `unroll` the inputs are `[B, ...]`
 (one inference step); with `unroll` they are time-major `[T, B, ...]` (training). Both the frame
 stack and the LSTM state restart where `env_outputs.done` says a new episode starts.
+`env_outputs` is an `EnvOutput` or a 5-tuple in its order (see `seed_rl.common.networks`).
 """
 
 import collections
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
 
-from seed_rl.agents.vtrace import networks as vtrace_networks
-from seed_rl.common import utils
+from seed_rl.common import networks
 
 AgentOutput = collections.namedtuple('AgentOutput', 'action q_values')
 AgentState = collections.namedtuple('AgentState', 'core_state frame_stacking_state')
@@ -81,43 +81,6 @@ def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[A
   return stacked, new_state
 
 
-def _unroll_cell(inputs, done, start_state, zero_state,
-                 recurrent_cell: Callable[[Any, Any], tuple[Any, Any]]) -> tuple[Any, Any]:
-  """Runs `recurrent_cell` over time, restarting from `zero_state` where an episode starts.
-
-  Args:
-    inputs: (nest of) time-major `[T, B, ...]` tensors; T must be known statically.
-    done: `<bool>[T, B]`; before step t the rows with `done[t]` get `zero_state`.
-    start_state: (nest of) `[B, ...]` state before the first step.
-    zero_state: (nest of) `[B, ...]` state of a new episode, same structure as `start_state`.
-    recurrent_cell: `(step_inputs, state) -> (step_outputs, new_state)` on `[B, ...]` tensors.
-
-  Returns:
-    `(outputs, final_state)`: the step outputs stacked to `[T, B, ...]` and the state after the
-    last step.
-  """
-  state = start_state
-  step_inputs = [tf.nest.pack_sequence_as(inputs, step)
-                 for step in zip(*[tf.unstack(t) for t in tf.nest.flatten(inputs)])]
-  step_dones = tf.unstack(done)
-  if len(step_inputs) != len(step_dones):
-    raise ValueError(f'inputs have {len(step_inputs)} time steps but done has {len(step_dones)}.')
-  outputs = []
-  for step_input, step_done in zip(step_inputs, step_dones):
-    state = _reset_where_done(step_done, state, zero_state)
-    output, state = recurrent_cell(step_input, state)
-    outputs.append(output)
-  return tf.nest.map_structure(lambda *steps: tf.stack(steps), *outputs), state
-
-
-def _reset_where_done(done, state, zero_state):
-  """Replaces the rows of `state` whose episode starts now (`done`) by `zero_state`."""
-  def select(zero, current):
-    mask = tf.reshape(done, [-1] + [1] * (current.shape.rank - 1))
-    return tf.where(mask, zero, current)
-  return tf.nest.map_structure(select, zero_state, state)
-
-
 class DuelingLSTMDQNNet(tf.keras.Model):
   """The R2D2 network (Kapturowski et al. 2019) for Atari.
 
@@ -138,7 +101,7 @@ class DuelingLSTMDQNNet(tf.keras.Model):
     self._num_actions = int(num_actions)  # Gymnasium gives numpy integers; Keras wants int.
     self._observation_shape = observation_shape
     self._stack_size = stack_size
-    self._convs = vtrace_networks.track_layers(self, '_conv', [
+    self._convs = networks.track_layers(self, '_conv', [
         tf.keras.layers.Conv2D(32, 8, strides=4, padding='valid', activation='relu',
                                name='conv_0'),
         tf.keras.layers.Conv2D(64, 4, strides=2, padding='valid', activation='relu',
@@ -175,9 +138,12 @@ class DuelingLSTMDQNNet(tf.keras.Model):
     one_hot_prev_action = tf.one_hot(prev_actions, self._num_actions)
     return tf.concat([x, reward, one_hot_prev_action], axis=1)
 
-  def _lstm_step(self, inputs, state):
-    output, (h, c) = self._core(inputs, list(state))
-    return output, (h, c)
+  def _unroll_lstm(self, torso_outputs, done, core_state):
+    """The LSTM over time `[T, B, ...]`; its state `(h, c)` restarts at zeros where `done`."""
+    outputs, (core_state,) = networks.unroll_recurrent(
+        networks.lstm_stack_step([self._core]), torso_outputs, done, (core_state,),
+        (tf.nest.map_structure(tf.zeros_like, core_state),))
+    return outputs, core_state
 
   def _head(self, core_output) -> AgentOutput:
     """Dueling head: state value plus mean-subtracted advantages, and the greedy action."""
@@ -191,32 +157,28 @@ class DuelingLSTMDQNNet(tf.keras.Model):
   def _stack_frames_over_time(self, frames, done, frame_stacking_state):
     if self._stack_size == 1:
       return frames, ()
-    # stack_frames resets on done itself, so the zero state of _unroll_cell is never needed
-    # by it; passing it keeps both helpers' contracts simple.
-    return _unroll_cell(
-        (frames, done), done, frame_stacking_state, tf.zeros_like(frame_stacking_state),
-        lambda step, state: stack_frames(step[0], state, step[1], self._stack_size))
+    # stack_frames resets on done itself, so the initial state given to unroll_recurrent is
+    # never needed by it; passing one keeps both helpers' contracts simple.
+    return networks.unroll_recurrent(
+        lambda step, state: stack_frames(step[0], state, step[1], self._stack_size),
+        (frames, done), done, frame_stacking_state, tf.zeros_like(frame_stacking_state))
+
+  def _unroll(self, prev_actions, env_outputs, agent_state):
+    """Frame stacking, torso, LSTM and head over time-major `[T, B, ...]` inputs."""
+    done = tf.convert_to_tensor(env_outputs.done)
+    stacked, frame_stacking_state = self._stack_frames_over_time(
+        env_outputs.observation, done, agent_state.frame_stacking_state)
+    unroll_core = networks.torso_core_head(self._torso, self._unroll_lstm, self._head)
+    outputs, core_state = unroll_core(
+        prev_actions, env_outputs._replace(observation=stacked, done=done),
+        tuple(agent_state.core_state))
+    return outputs, AgentState(core_state, frame_stacking_state)
 
   def call(self, input_, agent_state, unroll=False):
     """Runs the network for one step (`unroll=False`, `[B, ...]`) or `T` steps (`[T, B, ...]`)."""
     prev_actions, env_outputs = input_
-    agent_state = AgentState(*agent_state)
-    if not unroll:
-      prev_actions, env_outputs = tf.nest.map_structure(
-          lambda t: tf.convert_to_tensor(t)[tf.newaxis], (prev_actions, env_outputs))
-    done = tf.convert_to_tensor(env_outputs.done)
-    stacked, frame_stacking_state = self._stack_frames_over_time(
-        env_outputs.observation, done, agent_state.frame_stacking_state)
-    env_outputs = env_outputs._replace(observation=stacked)
-    torso_outputs = utils.batch_apply(self._torso, (prev_actions, env_outputs))
-    core_state = tuple(agent_state.core_state)
-    zero_core_state = tf.nest.map_structure(tf.zeros_like, core_state)
-    core_outputs, core_state = _unroll_cell(torso_outputs, done, core_state, zero_core_state,
-                                            self._lstm_step)
-    outputs = utils.batch_apply(self._head, (core_outputs,))
-    if not unroll:
-      outputs = tf.nest.map_structure(lambda t: t[0], outputs)
-    return AgentOutput(*outputs), AgentState(core_state, frame_stacking_state)
+    return networks.apply_step_or_unroll(self._unroll, prev_actions, env_outputs,
+                                         AgentState(*agent_state), unroll)
 
   @tf.function
   def get_action(self, *args, **kwargs):

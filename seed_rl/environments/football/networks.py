@@ -11,6 +11,7 @@ from typing import Any
 import tensorflow as tf
 
 from seed_rl.agents.vtrace import networks as vtrace_networks
+from seed_rl.common import networks
 from seed_rl.environments.football import observation
 
 # (channels, residual blocks) of each ResNet stack.
@@ -32,7 +33,7 @@ class _ResidualBlock(tf.keras.layers.Layer):
     return x + self._conv_2(tf.nn.relu(self._conv_1(tf.nn.relu(x))))
 
 
-class GFootball(vtrace_networks._RecurrentAgent):  # pylint: disable=protected-access
+class GFootball(vtrace_networks.RecurrentActorCritic):
   """The SEED RL Football agent: four ResNet stacks, a 256-unit dense layer, policy and value.
 
   Each stack is a 3x3 conv, a 3x3 max-pool with stride 2 and two residual blocks; channels
@@ -57,7 +58,7 @@ class GFootball(vtrace_networks._RecurrentAgent):  # pylint: disable=protected-a
       layers += [_ResidualBlock(num_channels, name=f'residual_{i}_{j}')
                  for j in range(num_blocks)]
       stacks.append(layers)
-    self._stacks = vtrace_networks.track_layers(self, '_stack', stacks)
+    self._stacks = networks.track_layers(self, '_stack', stacks)
     self._flatten = tf.keras.layers.Flatten()
     self._fc = tf.keras.layers.Dense(256, activation='relu', kernel_initializer=_INITIALIZER,
                                      name='fc')

@@ -5,8 +5,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from seed_rl.agents.vtrace import networks as vtrace_networks
-from seed_rl.common import utils
+from seed_rl.common import networks
 
 AgentOutput = collections.namedtuple('AgentOutput', 'action q_values')
 
@@ -15,15 +14,16 @@ class RecurrentQNetwork(tf.keras.Model):
   """MLP torso on the observation, reward and one-hot previous action; an LSTM; dueling head.
 
   Called as `agent((prev_actions, env_outputs), core_state, unroll=False)` like the Atari
-  R2D2 network: `[B, ...]` inputs for one step, time-major `[T, B, ...]` with `unroll`; the
-  LSTM state restarts where `done` marks a new episode. Returns
+  R2D2 network: `[B, ...]` inputs for one step, time-major `[T, B, ...]` with `unroll`;
+  `env_outputs` is an `EnvOutput` or a 5-tuple in its order. The LSTM state restarts where
+  `done` marks a new episode. Returns
   `(AgentOutput(greedy action <int32>, q_values), new_core_state)`.
   """
 
   def __init__(self, num_actions: int, mlp_sizes: Sequence[int] = (64,), lstm_size: int = 64):
     super().__init__(name='RecurrentQNetwork')
     self._num_actions = int(num_actions)
-    self._mlp = vtrace_networks.track_layers(self, '_mlp', [
+    self._mlp = networks.track_layers(self, '_mlp', [
         tf.keras.layers.Dense(size, activation='relu') for size in mlp_sizes])
     self._cell = tf.keras.layers.LSTMCell(lstm_size)
     self._value = tf.keras.layers.Dense(1, name='value')
@@ -49,19 +49,16 @@ class RecurrentQNetwork(tf.keras.Model):
     q_values = self._value(core_output) + advantage
     return AgentOutput(tf.argmax(q_values, axis=-1, output_type=tf.int32), q_values)
 
+  def _core(self, torso_outputs, done, core_state):
+    return networks.unroll_recurrent(
+        networks.lstm_stack_step([self._cell]), torso_outputs, done, core_state,
+        self.initial_state(tf.shape(done)[1]))
+
   def call(self, inputs, core_state, unroll=False):
     prev_actions, env_outputs = inputs
-    if not unroll:
-      prev_actions, env_outputs = tf.nest.map_structure(lambda t: t[tf.newaxis],
-                                                        (prev_actions, env_outputs))
-    torso_outputs = utils.batch_apply(self._torso, (prev_actions, env_outputs))
-    core_outputs, core_state = vtrace_networks.unroll_lstm_cells(
-        [self._cell], torso_outputs, env_outputs.done, core_state,
-        self.initial_state(tf.shape(env_outputs.done)[1]))
-    outputs = utils.batch_apply(self._head, (core_outputs,))
-    if not unroll:
-      outputs = tf.nest.map_structure(lambda t: t[0], outputs)
-    return outputs, core_state
+    return networks.apply_step_or_unroll(
+        networks.torso_core_head(self._torso, self._core, self._head),
+        prev_actions, env_outputs, core_state, unroll)
 
   @tf.function
   def get_action(self, *args, **kwargs):

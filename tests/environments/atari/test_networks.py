@@ -125,37 +125,6 @@ def test_stack_size_one_passes_frames_through():
   np.testing.assert_array_equal(stacked, frames)
 
 
-@pytest.mark.timeout(30)
-def test_unroll_cell_resets_a_counting_cell_where_done():
-  def counting_cell(increment, count):
-    count = count + increment
-    return count * 10, count
-
-  inputs = tf.ones([5, 2], tf.int32)
-  done = tf.constant([[False, True], [False, False], [True, False], [False, False],
-                      [False, True]])
-  outputs, final_state = networks._unroll_cell(
-      inputs, done, start_state=tf.constant([100, 100]), zero_state=tf.zeros([2], tf.int32),
-      recurrent_cell=counting_cell)
-  assert (outputs.numpy() // 10).tolist() == [[101, 1], [102, 2], [1, 3], [2, 4], [3, 1]]
-  assert final_state.numpy().tolist() == [3, 1]
-
-
-@pytest.mark.timeout(30)
-def test_unroll_cell_handles_nested_inputs_and_states():
-  def cell(inputs, state):
-    x, y = inputs
-    total, count = state
-    return {'sum': total + x + y}, (total + x + y, count + 1)
-
-  done = tf.constant([[False], [True], [False]])
-  outputs, (total, count) = networks._unroll_cell(
-      (tf.ones([3, 1]), 2 * tf.ones([3, 1])), done, (tf.constant([5.]), tf.constant([7])),
-      (tf.zeros([1]), tf.zeros([1], tf.int32)), cell)
-  assert outputs['sum'].numpy()[:, 0].tolist() == [8., 3., 6.]
-  assert total.numpy().tolist() == [6.] and count.numpy().tolist() == [2]
-
-
 @pytest.mark.timeout(60)
 def test_unroll_equals_step_by_step_with_done_in_the_middle():
   net = _built_net(stack_size=4)
