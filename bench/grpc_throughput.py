@@ -64,12 +64,12 @@ def make_actor_args(env_batch_size: int, actor_index: int):
 def payload_sizes(env_batch_size: int):
   """Serialized sizes of a seed_rl request and response for `env_batch_size` envs."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from seed_rl.grpc import codec, service_pb2  # pylint: disable=g-import-not-at-top
+  from seed_rl.grpc import codec, wire  # pylint: disable=g-import-not-at-top
   args = make_actor_args(env_batch_size, 0)
-  request = service_pb2.CallRequest(function='inference', tensor=[
-      codec.encode(x) for x in codec.flatten(list(args))])
-  response = service_pb2.CallResponse(tensor=[codec.encode(np.zeros(env_batch_size, np.int32))])
-  return request.ByteSize(), response.ByteSize()
+  request = wire.encode_call_request('inference', codec.flatten(list(args)))
+  actions = np.zeros(env_batch_size, np.int32)
+  response = wire.encode_call_response([actions], [codec.wire_code(actions)])
+  return len(request), len(response)
 
 
 # --- client processes (numpy + grpcio only) -------------------------------------------------

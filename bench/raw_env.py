@@ -24,12 +24,12 @@ _STARTUP_TIMEOUT_S = 120.0
 
 
 def _worker(create_env_fn: Callable[[int, Any], Any], config: Any,
-            task: int, seconds: float, barrier: Any, results: Any) -> None:
+            env_id: int, seconds: float, barrier: Any, results: Any) -> None:
   """Creates one env, waits for all workers, then steps it for `seconds`."""
   try:
-    env = create_env_fn(task, config)
-    env.action_space.seed(task)
-    env.reset(seed=task)
+    env = create_env_fn(env_id, config)
+    env.action_space.seed(env_id)
+    env.reset(seed=env_id)
     barrier.wait(timeout=_STARTUP_TIMEOUT_S)
     steps = 0
     start = time.perf_counter()
@@ -45,10 +45,10 @@ def _worker(create_env_fn: Callable[[int, Any], Any], config: Any,
       if now >= deadline:
         break
     env.close()
-    results.put((task, steps, now - start, None))
+    results.put((env_id, steps, now - start, None))
   except Exception as e:  # noqa: BLE001  (reported to the parent)
     barrier.abort()  # Release the other workers instead of a timeout.
-    results.put((task, 0, 0.0, f'{type(e).__name__}: {e}'))
+    results.put((env_id, 0, 0.0, f'{type(e).__name__}: {e}'))
 
 
 def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
@@ -58,11 +58,11 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
   """Measures aggregate env throughput of `num_processes` stepping processes.
 
   Args:
-    create_env_fn: `(task, config) -> gymnasium env`, picklable (a module-level
+    create_env_fn: `(env_id, config) -> gymnasium env`, picklable (a module-level
       function), e.g. `seed_rl.environments.atari.env.create_environment`.
     config: picklable object passed to `create_env_fn`; its
       `num_action_repeats` (default 1) converts steps to frames.
-    num_processes: number of processes, one env each (task ids 0..N-1).
+    num_processes: number of processes, one env each (env ids 0..N-1).
     seconds: stepping time per process, after all envs are created.
 
   Returns:
@@ -82,9 +82,9 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
   results = ctx.Queue()
   workers = [
       ctx.Process(target=_worker,
-                  args=(create_env_fn, config, task, seconds, barrier, results),
+                  args=(create_env_fn, config, env_id, seconds, barrier, results),
                   daemon=True)
-      for task in range(num_processes)
+      for env_id in range(num_processes)
   ]
   for w in workers:
     w.start()
@@ -92,10 +92,10 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
   errors = []
   try:
     for _ in workers:
-      task, steps, elapsed, error = results.get(
+      env_id, steps, elapsed, error = results.get(
           timeout=_STARTUP_TIMEOUT_S + seconds + 30)
       if error:
-        errors.append(f'worker {task}: {error}')
+        errors.append(f'worker {env_id}: {error}')
       else:
         rates.append(steps / elapsed)
   finally:

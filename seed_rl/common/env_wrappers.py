@@ -5,8 +5,6 @@ numpy and gymnasium only, never TensorFlow (directly or through
 `seed_rl.common.utils`).
 
 Contents:
-- `spec_to_box` / `flatten_and_concatenate_obs`: helpers to adapt
-  dm_env-style environments to Gymnasium spaces.
 - `UniformBoundActionSpaceWrapper`: rescales a float32 Box action space to
   [-1, 1]^d.
 - `DiscretizeEnvWrapper`: turns a symmetric 1-D Box action space into a
@@ -20,47 +18,6 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-
-
-def spec_to_box(spec: Any) -> gymnasium.spaces.Box:
-  """Converts a dm_env-like array spec into a float32 `gymnasium.spaces.Box`.
-
-  Args:
-    spec: an object with a `shape` attribute and, for a bounded spec, both
-      `minimum` and `maximum` attributes (scalars or arrays broadcastable to
-      `shape`).
-
-  Returns:
-    A float32 Box with the spec's bounds, or an unbounded one with the spec's
-    shape when the spec has no bounds.
-
-  Raises:
-    ValueError: if the spec has only one of `minimum` / `maximum`.
-  """
-  has_min = hasattr(spec, 'minimum')
-  has_max = hasattr(spec, 'maximum')
-  if has_min and not has_max:
-    raise ValueError(f'spec has minimum but no maximum: {spec!r}')
-  if has_max and not has_min:
-    raise ValueError(f'spec has maximum but no minimum: {spec!r}')
-  shape = tuple(spec.shape)
-  if has_min:
-    low = np.broadcast_to(np.asarray(spec.minimum, np.float32), shape)
-    high = np.broadcast_to(np.asarray(spec.maximum, np.float32), shape)
-    return gymnasium.spaces.Box(low.copy(), high.copy(), dtype=np.float32)
-  return gymnasium.spaces.Box(-np.inf, np.inf, shape=shape, dtype=np.float32)
-
-
-def flatten_and_concatenate_obs(obs_dict: dict[str, Any]) -> np.ndarray:
-  """Flattens every value of `obs_dict` to float32 and concatenates them.
-
-  Values are taken in the dict's iteration (insertion) order, as the original
-  does, so the layout of the result follows the environment's key order.
-  """
-  if not obs_dict:
-    raise ValueError('flatten_and_concatenate_obs got an empty observation dict')
-  return np.concatenate(
-      [np.asarray(obs, np.float32).reshape(-1) for obs in obs_dict.values()])
 
 
 class UniformBoundActionSpaceWrapper(gymnasium.Wrapper):
@@ -218,6 +175,14 @@ class BatchedEnvironment:
                batch_size: int,
                id_offset: int,
                config: Any):
+    """Creates the environments.
+
+    Args:
+      create_env_fn: `(env_id, config) -> env`, called once per environment with its global id.
+      batch_size: number of environments.
+      id_offset: global id of the first environment.
+      config: passed to `create_env_fn`; its `seed` attribute, if any, is the base seed.
+    """
     if int(batch_size) < 1:
       raise ValueError(f'batch_size must be >= 1, got {batch_size}')
     self._batch_size = int(batch_size)

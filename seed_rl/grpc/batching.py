@@ -8,7 +8,7 @@ complete the batch runs the bound function itself, outside the lock, exactly lik
 C++ op: no thread hand-off, and several batches can be in flight at once. It then slices the
 outputs per caller, serializes one response per caller and wakes them.
 
-Semantics follow the original SEED RL op (reference §2.4/§2.5) with two fixes: result rows are
+Batching and fan-out follow the original SEED RL op, with two fixes: result rows are
 sliced per caller (the original used the mode of the call that completed the batch), and a client
 block that would overflow the batch is an INVALID_ARGUMENT for that caller (the original aborted
 the process).
@@ -68,7 +68,7 @@ class MethodSpec:
 def detect_batch_size(input_shapes: Sequence[Optional[Sequence[Optional[int]]]],
                       output_shapes: Sequence[Optional[Sequence[Optional[int]]]]
                      ) -> Optional[int]:
-  """Batching auto-detection of the original (reference §2.4.1).
+  """Batching auto-detection, as in the original op.
 
   A function is batched with batch size N iff it has at least one input, all inputs have rank >= 1
   and the same known leading dimension N (here also: fully defined shapes, so the batch can be

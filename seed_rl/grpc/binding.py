@@ -1,7 +1,8 @@
 """Turns a `tf.function` with an input_signature into what the server serves (TensorFlow side).
 
 `bind_function` reads the function's flat input specs and output specs, decides whether it is
-batched (reference §2.4.1) and returns a `Runner`: flat numpy arrays in, flat numpy arrays out.
+batched (`batching.detect_batch_size`, the original's auto-detection) and returns a `Runner`:
+flat numpy arrays in, flat numpy arrays out.
 The runner calls the traced function with flat tensors, skipping `tf.function`'s argument
 canonicalisation and output packing (together they cost more than running a small function with
 eight inputs); it falls back to the structured call if the traced function's flat layout ever
@@ -19,7 +20,7 @@ from seed_rl.grpc import batching
 from seed_rl.grpc import codec
 from seed_rl.grpc import service_pb2
 
-try:  # Private but stable for years; tf.constant adds ~25 us of Python per tensor on top of it.
+try:  # Private but stable for years; tf.constant adds per-tensor Python on top of it.
   from tensorflow.python.framework import ops as _tf_ops  # pylint: disable=g-direct-tensorflow-import
   _EagerTensor = _tf_ops.EagerTensor
 except (ImportError, AttributeError):  # pragma: no cover
@@ -134,7 +135,7 @@ def _make_call(fn, concrete, flat_specs, num_outputs: int) -> Callable[[List[Any
 
   Fastest first: the function op executed directly (`_make_execute_call`), the concrete
   function's atomic inference function (`inference_fn.call_flat`, public attributes of the traced
-  function; ~3x less Python than `fn(*args)`), then the concrete function's flat call, then the
+  function; much less Python than `fn(*args)`), then the concrete function's flat call, then the
   plain structured call. The fast paths are used only when the flat input/output layout checks
   out at bind time.
   """
@@ -172,7 +173,7 @@ def _make_execute_call(atomic, concrete, num_outputs: int
 
   Does what `AtomicFunction.call_flat` does in eager mode for a function with no control captures
   and no resource outputs (the only cases where it does more), without its per-call Python
-  (about 1/3 of a small function's call cost here): executes the function op with the calling
+  (a large part of a small function's call cost): executes the function op with the calling
   thread's function call options and device scope, and adds the function's node names and
   stack traces to a TensorFlow error like `call_flat` does. Server threads never record on a
   gradient tape, so `call_flat`'s pause of tape recording is not needed. None when any of this

@@ -1,7 +1,7 @@
 """The actor-side client of the central-inference server: numpy and grpcio only.
 
-Importing or using this module never imports TensorFlow (an actor saves ~600 MB and ~4 s per
-process). Errors are raised as the `tf.errors` class of the status code when TensorFlow is already
+Importing or using this module never imports TensorFlow (an actor saves its memory and import
+time). Errors are raised as the `tf.errors` class of the status code when TensorFlow is already
 loaded in the process (as the original client did), else as the `seed_rl.grpc.errors` class of the
 same name.
 

@@ -215,45 +215,6 @@ def encode_array(arr: np.ndarray, code: Optional[int] = None) -> service_pb2.Ten
   return service_pb2.Tensor(dtype=code, shape=arr.shape, content=array_bytes(arr))
 
 
-def encode(value: Any) -> service_pb2.Tensor:
-  """Encodes one leaf (array, numpy or Python scalar, string)."""
-  return encode_array(to_array(value))
-
-
-def add_array(container, arr: np.ndarray, code: int) -> None:
-  """Appends the `Tensor` of an array returned by `to_array` to a repeated `Tensor` field
-  (in place: no intermediate message to copy)."""
-  if code == DT_STRING:
-    container.add(dtype=code, shape=arr.shape, string_val=arr.ravel().tolist())
-  else:
-    container.add(dtype=code, shape=arr.shape, content=array_bytes(arr))
-
-
-# Native dtypes that need no byte swapping on the wire (all of them on little-endian hosts).
-_FAST_CODES = CODE_BY_DTYPE if _LITTLE_ENDIAN else {}
-
-
-def add_leaves(container, leaves: Sequence[Any]) -> None:
-  """Appends one `Tensor` per leaf to a repeated `Tensor` field.
-
-  The message-based encoding of a call's arguments (the actors' per-step path writes the same
-  bytes directly: `wire.encode_call_request`). Numpy arrays of native little-endian dtypes go
-  straight to `tobytes()`; everything else through `to_array`. A CodecError names arg[i].
-  """
-  add = container.add
-  for i, leaf in enumerate(leaves):
-    if type(leaf) is np.ndarray:  # pylint: disable=unidiomatic-typecheck
-      code = _FAST_CODES.get(leaf.dtype)
-      if code is not None:
-        add(dtype=code, shape=leaf.shape, content=leaf.tobytes())
-        continue
-    try:
-      arr = to_array(leaf)
-      add_array(container, arr, wire_code(arr))
-    except CodecError as e:
-      raise CodecError(f'arg[{i}]: {e}') from None
-
-
 def decode_tensor(tensor: service_pb2.Tensor) -> np.ndarray:
   """Decodes a `Tensor` message. Numeric arrays are read-only views of the message's bytes (no
   copy); strings come back as an object array of bytes. Raises CodecError if the message is not

@@ -1,7 +1,7 @@
 """Errors raised by the seed_rl RPC client, without importing TensorFlow.
 
 The original SEED RL client raised `tf.errors.*` exceptions. Actors here run without TensorFlow
-(600 MB and 4 s per process saved), so this module defines exceptions with the same class names,
+(which saves its memory and import time in every actor process), so this module defines exceptions with the same class names,
 the same integer codes (TensorFlow's error codes, which are also gRPC's status codes) and the same
 `.message` / `.error_code` attributes. `make_error` returns the `tf.errors` class instead when
 TensorFlow is already imported in the calling process, so learner-side code that catches

@@ -10,13 +10,13 @@ silently for a free thread. Why not grpc.aio (one event-loop thread for any numb
 the bound function must not run on the event loop (it may block, e.g. on a full unroll queue), so
 every batch costs two thread hand-offs (loop -> worker -> loop). In the sync model the handler
 thread whose request completes a batch runs the bound function itself, outside any lock, like the
-original C++ op; several batches can be in flight. Measured on this project's 2-core machines:
-+20-50 % env-steps/s with 1-4 actors for the sync model; raw ping-pong rates of the two models
-are the same (reference PLATFORM_NOTES). Pool threads are daemon threads so that a bound function
-blocked forever (e.g. on a queue nobody drains) cannot keep the process from exiting.
+original C++ op; several batches can be in flight. With a few actors the sync model steps
+environments faster, while raw ping-pong rates of the two models are the same. Pool threads are
+daemon threads so that a bound function blocked forever (e.g. on a queue nobody drains) cannot
+keep the process from exiting.
 
-Behaviour follows the original SEED RL op (reference §2): see `batching` for batching,
-validation and fan-out, `binding` for how a tf.function is analysed, `security` for TLS/token.
+Behaviour follows the original SEED RL op: see `batching` for batching, validation and fan-out,
+`binding` for how a tf.function is analysed, `security` for TLS/token.
 """
 
 import logging
@@ -333,8 +333,8 @@ class Server:
     """Binds a tf.function, or a list of them served round robin per batch under one name.
 
     The name on the wire is the Python function's `__name__`. Each function needs an
-    input_signature; it is batched (reference §2.4.1) if all inputs share a leading dimension N
-    that the outputs keep.
+    input_signature; it is batched, as in the original, if all inputs share a leading dimension N
+    that the outputs keep (`batching.detect_batch_size`).
 
     Raises:
       ValueError: a function has no input_signature, or unsupported inputs/outputs.

@@ -2,7 +2,7 @@
 
 Every actor step encodes one CallRequest and the learner one CallResponse per caller. Building
 them as upb messages copies each array three times (`tobytes`, into the message, into the
-serialized string) and costs about 2 us of Python per tensor. Here the bytes are written
+serialized string) and costs Python work per tensor. Here the bytes are written
 directly: a cached header per (field, dtype, shape) followed by the array's own buffer, joined
 once. The output is byte for byte what `SerializeToString` of the same message gives (tested);
 values the direct path does not cover (strings, Python scalars, non-native byte order, other

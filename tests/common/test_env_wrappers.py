@@ -234,40 +234,6 @@ def test_batched_namedtuple_and_tuple_observations():
 
 
 # ----------------------------------------------------------------------------
-# spec helpers
-
-
-@pytest.mark.timeout(30)
-def test_spec_to_box():
-  bounded = types.SimpleNamespace(shape=(2, 3), minimum=-1, maximum=[1, 2, 3])
-  box = env_wrappers.spec_to_box(bounded)
-  assert box.shape == (2, 3) and box.dtype == np.float32
-  np.testing.assert_array_equal(box.low, -np.ones((2, 3)))
-  np.testing.assert_array_equal(box.high[1], [1, 2, 3])
-
-  unbounded = types.SimpleNamespace(shape=(4,))
-  box = env_wrappers.spec_to_box(unbounded)
-  assert box.shape == (4,) and box.dtype == np.float32
-  assert np.all(np.isinf(box.low)) and np.all(np.isinf(box.high))
-
-  with pytest.raises(ValueError, match='minimum but no maximum'):
-    env_wrappers.spec_to_box(types.SimpleNamespace(shape=(1,), minimum=0))
-  with pytest.raises(ValueError, match='maximum but no minimum'):
-    env_wrappers.spec_to_box(types.SimpleNamespace(shape=(1,), maximum=0))
-
-
-@pytest.mark.timeout(30)
-def test_flatten_and_concatenate_obs():
-  out = env_wrappers.flatten_and_concatenate_obs(
-      {'b': np.array([[1, 2], [3, 4]], np.int64), 'a': 5.0,
-       'c': np.array([6.5])})
-  assert out.dtype == np.float32
-  np.testing.assert_array_equal(out, [1, 2, 3, 4, 5, 6.5])
-  with pytest.raises(ValueError, match='empty'):
-    env_wrappers.flatten_and_concatenate_obs({})
-
-
-# ----------------------------------------------------------------------------
 # action wrappers
 
 

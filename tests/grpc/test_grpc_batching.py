@@ -11,6 +11,7 @@ from seed_rl.grpc import batching
 from seed_rl.grpc import codec
 from seed_rl.grpc import errors
 from seed_rl.grpc import service_pb2
+from tests.grpc import reference_encoding
 
 INT32 = service_pb2.DT_INT32
 FLOAT = service_pb2.DT_FLOAT
@@ -35,8 +36,7 @@ def test_detect_batch_size(inputs, outputs, expected):
 
 
 def _request(*arrays, function='f'):
-  request = service_pb2.CallRequest(function=function)
-  codec.add_leaves(request.tensor, list(arrays))
+  request = reference_encoding.call_request(function, list(arrays))
   return service_pb2.CallRequest.FromString(request.SerializeToString())
 
 

@@ -20,6 +20,7 @@ from seed_rl import grpc
 from seed_rl.grpc import codec
 from seed_rl.grpc import errors
 from seed_rl.grpc import service_pb2
+from tests.grpc import reference_encoding
 
 CALL = '/seed_rl.TensorService/Call'
 
@@ -62,9 +63,7 @@ def raw_streams():
 
 
 def _request(function, *arrays) -> bytes:
-  request = service_pb2.CallRequest(function=function)
-  codec.add_leaves(request.tensor, list(arrays))
-  return request.SerializeToString()
+  return reference_encoding.call_request(function, list(arrays)).SerializeToString()
 
 
 @tf.function(input_signature=[tf.TensorSpec([4], tf.int32), tf.TensorSpec([4, 3], tf.float32)])

@@ -8,6 +8,7 @@ import pytest
 from seed_rl.grpc import codec
 from seed_rl.grpc import service_pb2
 from seed_rl.grpc import wire
+from tests.grpc import reference_encoding
 
 DTYPES = [np.dtype(d) for d in (np.float32, np.float64, np.int32, np.uint8, np.int16, np.int8,
                                 np.complex64, np.int64, np.bool_, np.uint16, np.complex128,
@@ -17,15 +18,13 @@ if codec._BFLOAT16 is not None:  # pylint: disable=protected-access
 
 
 def _reference_request(function, leaves) -> bytes:
-  request = service_pb2.CallRequest(function=function)
-  codec.add_leaves(request.tensor, leaves)
-  return request.SerializeToString()
+  return reference_encoding.call_request(function, leaves).SerializeToString()
 
 
 def _reference_response(arrays, codes) -> bytes:
   response = service_pb2.CallResponse()
   for arr, code in zip(arrays, codes):
-    codec.add_array(response.tensor, arr, code)
+    reference_encoding.add_array(response.tensor, arr, code)
   return response.SerializeToString()
 
 

@@ -4,7 +4,7 @@ The pipeline reproduces the original's, on Gymnasium + ale-py:
 
   AtariEnv('{game}NoFrameskip-v4', full action space (18 actions),
            frameskip=1, sticky actions 0.25 or 0.0)
-    -> seeded with `task` at the first reset (unless given a seed)
+    -> seeded with `env_id` at the first reset (unless given a seed)
     -> TimeLimit(max_episode_frames)    counts *emulator frames* (108,000 =
                                         30 min of play), as the original put
                                         its TimeLimit below the preprocessing
@@ -20,8 +20,7 @@ Notes on ale-py 0.12 (see also `create_environment`):
   and a custom `max_episode_frames` (tests) is not capped by ALE's.
 - The inner env is created with `obs_type='ram'`: its per-frame observation
   is discarded (AtariPreprocessing reads the screen itself), and copying the
-  128-byte RAM is far cheaper than a 210x160 screen on every frame (the RGB
-  default costs ~15 % of the stepping time).
+  128-byte RAM is far cheaper than a 210x160 RGB screen on every frame.
 
 Actor-side module: no TensorFlow and no absl flags (flags live in
 `*_main.py`); `config` is any object with the attributes read below.
@@ -85,7 +84,7 @@ class _SeedOnFirstReset(gymnasium.Wrapper):
   """Uses `seed` for the first `reset` unless that reset brings its own.
 
   Gymnasium's replacement for the original's `env.seed(task)`. Seeding an ALE
-  env reloads the ROM (~0.15 s), so it is done lazily, once, at the first
+  env reloads the ROM (slow), so it is done lazily, once, at the first
   reset rather than eagerly here and again when `BatchedEnvironment` resets
   with its own seed.
   """
@@ -102,14 +101,14 @@ class _SeedOnFirstReset(gymnasium.Wrapper):
 
 
 def create_environment(
-    task: int,
+    env_id: int,
     config: Any,
     max_episode_frames: int = DEFAULT_MAX_EPISODE_FRAMES,
 ) -> atari_preprocessing.AtariPreprocessing:
   """Creates the preprocessed Atari environment for one actor env.
 
   Args:
-    task: environment id; the seed of the emulator and of the no-op sampler
+    env_id: environment id; the seed of the emulator and of the no-op sampler
       at the first `reset()`, unless that reset passes its own `seed` (as
       `BatchedEnvironment` does).
     config: object with attributes `game` (e.g. 'Pong'), `max_random_noops`,
@@ -135,8 +134,8 @@ def create_environment(
       max_num_frames_per_episode=0,
       obs_type='ram',
       disable_env_checker=True)
-  env = _SeedOnFirstReset(env, int(task))
-  env.action_space.seed(int(task))
+  env = _SeedOnFirstReset(env, int(env_id))
+  env.action_space.seed(int(env_id))
   env = TimeLimit(env, max_episode_steps=int(max_episode_frames))
   return atari_preprocessing.AtariPreprocessing(
       env,

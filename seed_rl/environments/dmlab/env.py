@@ -8,7 +8,7 @@
   (72x96 with the default flags);
 - one agent step is `num_action_repeats` engine frames, done by the engine itself
   (`Lab.step(action, num_steps=...)` returns the reward summed over them);
-- the seed of every episode is drawn from a per-env random generator (seeded with `task + 1`
+- the seed of every episode is drawn from a per-env random generator (seeded with `env_id + 1`
   by `create_environment`, or with the seed given to `reset`), so runs are reproducible and
   every env plays different levels;
 - DMLab-30 level names get the `contributed/dmlab30/` prefix; `is_test` selects the held-out
@@ -143,7 +143,7 @@ class LevelCache:
 
   `cache_dir` is a local (or mounted network) directory, handled with the standard library so
   that actors stay free of TensorFlow; a remote URL such as `gs://bucket/level_cache` goes
-  through `tf.io.gfile`, which imports TensorFlow (~4 s and ~600 MB per actor) on first use.
+  through `tf.io.gfile`, which imports TensorFlow (its memory and import time in every actor) on first use.
   Errors other than a missing entry are logged and treated as a miss (fetch) or skipped
   (write): a cache must never stop an actor.
   """
@@ -369,11 +369,11 @@ class DmLab(gymnasium.Env):
     self._lab.close()
 
 
-def create_environment(task: int, config: Any) -> DmLab:
+def create_environment(env_id: int, config: Any) -> DmLab:
   """Creates the DMLab env of one actor env (the original's settings).
 
   Args:
-    task: environment id; its episode-seed generator is seeded with `task + 1` (a seed given
+    env_id: environment id; its episode-seed generator is seeded with `env_id + 1` (a seed given
       to `reset`, as `BatchedEnvironment` gives at the first reset, replaces it).
     config: object with attributes `game`, `num_action_repeats`, `width`, `height`, and
       optionally `level_cache_dir`, `homepath`, `dataset_path` (the flags of `env_flags`).
@@ -382,7 +382,7 @@ def create_environment(task: int, config: Any) -> DmLab:
   return DmLab(
       config.game,
       config.num_action_repeats,
-      seed=int(task) + 1,
+      seed=int(env_id) + 1,
       is_test=False,
       config={
           'width': config.width,

@@ -165,11 +165,11 @@ class GymnasiumFootball(gymnasium.Env):
     self._env.close()
 
 
-def create_environment(task: int, config: Any) -> gymnasium.Env:
+def create_environment(env_id: int, config: Any) -> gymnasium.Env:
   """Creates the Football env of one actor environment.
 
   Args:
-    task: environment id (unused: `BatchedEnvironment` seeds each env at its first reset).
+    env_id: environment id (unused: `BatchedEnvironment` seeds each env at its first reset).
     config: object with attributes `game` (scenario name), `reward_experiment`
       ('scoring' or 'scoring,checkpoints'), `smm_size` ('default', 'medium' or 'large') and
       `num_action_repeats` (must be 1: gfootball steps are not repeated).
@@ -183,7 +183,7 @@ def create_environment(task: int, config: Any) -> gymnasium.Env:
     ValueError: a config value is invalid.
     ImportError: gfootball is not installed (the message says how to install it).
   """
-  del task
+  del env_id
   if config.num_action_repeats != 1:
     raise ValueError('Football does not repeat actions: num_action_repeats must be 1, got '
                      f'{config.num_action_repeats}.')

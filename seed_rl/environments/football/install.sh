@@ -4,13 +4,12 @@
 #   seed_rl/environments/football/install.sh PYTHON
 #
 # run_local.sh (ENV=football) and run_tests.sh call it. gfootball has no wheel for current
-# Pythons and its sdist needs a C++ build, so this follows the recipe measured on this platform
-# (shared/reference/PLATFORM_NOTES.md):
+# Pythons and its sdist needs a C++ build, so this follows a recipe tested on this platform:
 #   1. the apt packages of the engine build (skipped when all are installed);
 #   2. psutil, wheel and setuptools in PYTHON's environment: the build imports psutil and an
 #      isolated build would not see it, hence `--no-build-isolation`;
 #   3. `pip wheel --no-build-isolation gfootball==2.10.2` into a wheel cache outside the repo
-#      (6-10 minutes on 2 cores), once per Python version; later installs, into any venv of
+#      (a long C++ build), once per Python version; later installs, into any venv of
 #      that Python, take seconds. The cached wheel's metadata asks for opencv-python-headless
 #      instead of opencv-python: seed_rl already has the headless build, which gives the same
 #      cv2 module, and two distributions owning one module break each other on upgrade or
@@ -18,7 +17,7 @@
 #   4. the wheel with its dependencies, gym==0.25.2 (gfootball would pull gym 0.26, whose
 #      reset API breaks it) and six (gfootball imports it without declaring it);
 #   5. checks that gymnasium, ale_py and cv2 still work and that a football env steps.
-# With gfootball 2.10.2, gym 0.25.2 and the engine importable already it only checks that (~1 s).
+# With gfootball 2.10.2, gym 0.25.2 and the engine importable already it only checks that.
 # A failing step stops the script with the step's name and the tail of the log.
 #
 # Environment:

@@ -3,7 +3,8 @@
 The quick path for experiments and the template for custom environments: observations become
 float32 when they are float64 (TensorFlow networks run in float32), and a bounded continuous
 action space is rescaled to [-1, 1] (the range the tanh-normal policy produces). Discrete and
-Box spaces are supported.
+Box spaces are supported. As the original's MuJoCo environment did, a continuous action space can
+instead be discretized into a `MultiDiscrete` one (`config.discretization` 'lin' or 'log').
 """
 
 from typing import Any
@@ -27,13 +28,30 @@ class SinglePrecisionObservation(gymnasium.ObservationWrapper):
     return np.asarray(observation, np.float32)
 
 
-def create_environment(task: int, config: Any) -> gymnasium.Env:
-  """Creates `config.env_name`, e.g. 'CartPole-v1' (`task` is the environment id).
+DISCRETIZATIONS = ('none', 'lin', 'log')
+
+
+def create_environment(env_id: int, config: Any) -> gymnasium.Env:
+  """Creates `config.env_name`, e.g. 'CartPole-v1' (`env_id` is the environment id).
+
+  Args:
+    env_id: the environment's global id (unused here).
+    config: object with attribute `env_name` and optionally `discretization` ('none', 'lin' or
+      'log'; default 'none'), `n_actions_per_dim` (default 11) and `action_ratio` (default 30).
+      With 'lin' or 'log', the [-1, 1] Box action space becomes
+      `MultiDiscrete([n_actions_per_dim] * d)` through `env_wrappers.DiscretizeEnvWrapper`
+      (evenly spaced values, or a logarithmic grid whose smallest positive value is
+      1 / action_ratio).
 
   Raises:
-    ValueError: the id is unknown, or its spaces are not Box/Discrete.
+    ValueError: the id is unknown, its spaces are not Box/Discrete, or a discretization is asked
+      for an environment without a Box action space.
   """
-  del task  # Seeds come from BatchedEnvironment (config.seed + env id).
+  discretization = getattr(config, 'discretization', 'none') or 'none'
+  if discretization not in DISCRETIZATIONS:
+    raise ValueError(f'Unknown discretization {discretization!r}; use one of '
+                     f'{", ".join(DISCRETIZATIONS)}.')
+  del env_id  # Seeds come from BatchedEnvironment (config.seed + env id).
   try:
     env = gymnasium.make(config.env_name)
   except gymnasium.error.Error as e:
@@ -56,4 +74,11 @@ def create_environment(task: int, config: Any) -> gymnasium.Env:
                        f'{action_space.dtype}.')
     if not (np.all(action_space.low == -1) and np.all(action_space.high == 1)):
       env = env_wrappers.UniformBoundActionSpaceWrapper(env)
+    if discretization != 'none':
+      env = env_wrappers.DiscretizeEnvWrapper(
+          env, getattr(config, 'n_actions_per_dim', 11), discretization,
+          getattr(config, 'action_ratio', 30.))
+  elif discretization != 'none':
+    raise ValueError(f'{config.env_name}: discretization={discretization!r} needs a Box action '
+                     f'space, got {action_space}.')
   return env

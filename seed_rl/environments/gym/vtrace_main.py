@@ -19,9 +19,17 @@ flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id.')
 flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate.')
 flags.DEFINE_list('mlp_sizes', ['64', '64'], 'Hidden layer sizes of the MLP torso.')
 flags.DEFINE_list('lstm_sizes', [], 'LSTM sizes after the MLP (none: feed-forward).')
+# Discretization of continuous actions, the original's MuJoCo flags (see env.create_environment).
+flags.DEFINE_enum('discretization', 'none', list(env.DISCRETIZATIONS),
+                  'Discretization of a Box action space into MultiDiscrete: none (keep it '
+                  'continuous), lin (evenly spaced values) or log (logarithmic grid).')
+flags.DEFINE_integer('n_actions_per_dim', 11, 'Number of actions per dimension when discretized '
+                     '(odd for log).')
+flags.DEFINE_float('action_ratio', 30., 'Ratio between the largest and the smallest positive '
+                   'action of the log discretization.')
 
 # The learner's defaults are the original's, sized for Atari and DMLab; these suit classic
-# control tasks (CartPole-v1 learns in about 150k frames).
+# control tasks.
 for name, value in [('unroll_length', 20), ('batch_size', 16), ('entropy_cost', 0.01),
                     ('total_environment_frames', 1e6)]:
   FLAGS.set_default(name, value)

@@ -30,8 +30,8 @@ class ProcessTag(gymnasium.ObservationWrapper):
     return np.append(observation, os.getpid()).astype(np.float32)
 
 
-def create_environment(task, config):
-  return ProcessTag(gym_env.create_environment(task, config))
+def create_environment(env_id, config):
+  return ProcessTag(gym_env.create_environment(env_id, config))
 
 
 def create_agent(action_space, observation_space, parametric_action_distribution):

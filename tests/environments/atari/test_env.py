@@ -190,8 +190,8 @@ def test_episode_limit_counts_random_noops():
 
 @pytest.mark.timeout(60)
 def test_random_noops_are_seeded():
-  def noop_counts(task, resets=6):
-    env = atari_env.create_environment(task, _config(max_random_noops=30))
+  def noop_counts(env_id, resets=6):
+    env = atari_env.create_environment(env_id, _config(max_random_noops=30))
     counts = []
     for _ in range(resets):
       env.reset()
@@ -202,7 +202,7 @@ def test_random_noops_are_seeded():
   counts = noop_counts(3)
   assert all(1 <= c < 30 for c in counts)
   assert len(set(counts)) > 1
-  assert noop_counts(3) == counts  # same task, same no-ops
+  assert noop_counts(3) == counts  # same env id, same no-ops
   assert noop_counts(4) != counts
 
   env = atari_env.create_environment(0, _config(max_random_noops=0))
@@ -212,10 +212,10 @@ def test_random_noops_are_seeded():
 
 
 @pytest.mark.timeout(60)
-def test_same_task_is_reproducible_with_sticky_actions():
-  def rollout(task, seed=None):
+def test_same_env_id_is_reproducible_with_sticky_actions():
+  def rollout(env_id, seed=None):
     env = atari_env.create_environment(
-        task, _config(sticky_actions=True, max_random_noops=30))
+        env_id, _config(sticky_actions=True, max_random_noops=30))
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(0)
     frames = [obs]
@@ -226,7 +226,7 @@ def test_same_task_is_reproducible_with_sticky_actions():
 
   reference = rollout(5)
   np.testing.assert_array_equal(rollout(5), reference)
-  # The task is the default seed of the first reset; an explicit one wins.
+  # The env id is the default seed of the first reset; an explicit one wins.
   np.testing.assert_array_equal(rollout(0, seed=5), reference)
   assert not np.array_equal(rollout(5, seed=6), reference)
 

@@ -14,8 +14,8 @@ from tests.environments.dmlab.conftest import make_config
 FORWARD, BACKWARD, LOOK_LEFT, FIRE = 0, 1, 4, 8
 
 
-def _create(task=0, **overrides):
-  return dmlab_env.create_environment(task, make_config(**overrides))
+def _create(env_id=0, **overrides):
+  return dmlab_env.create_environment(env_id, make_config(**overrides))
 
 
 @pytest.mark.timeout(30)
@@ -134,19 +134,19 @@ def _reset_seeds(env, resets=3):
 
 
 @pytest.mark.timeout(30)
-def test_episode_seeds_come_from_a_per_env_generator_seeded_with_task_plus_one(fake_lab):
-  seeds_3 = _reset_seeds(_create(task=3))
-  assert _reset_seeds(_create(task=3)) == seeds_3
+def test_episode_seeds_come_from_a_per_env_generator_seeded_with_env_id_plus_one(fake_lab):
+  seeds_3 = _reset_seeds(_create(env_id=3))
+  assert _reset_seeds(_create(env_id=3)) == seeds_3
   rng = np.random.RandomState(4)
   assert seeds_3 == [rng.randint(0, 2**31 - 1) for _ in range(3)]
   assert all(isinstance(seed, int) and 0 <= seed < 2**31 - 1 for seed in seeds_3)
-  seeds_4 = _reset_seeds(_create(task=4))
+  seeds_4 = _reset_seeds(_create(env_id=4))
   assert len(set(seeds_3 + seeds_4)) == 6
 
 
 @pytest.mark.timeout(30)
 def test_a_reset_seed_reseeds_the_generator(fake_lab):
-  envs = [_create(task=task) for task in (0, 7)]
+  envs = [_create(env_id=env_id) for env_id in (0, 7)]
   for env in envs:
     env.reset(seed=123)
     env.reset()
@@ -244,7 +244,7 @@ def _cache_path(cache_dir, key):
 @pytest.mark.timeout(30)
 def test_level_cache_miss_writes_and_hit_fetches(fake_lab, tmp_path):
   cache_dir = str(tmp_path / 'cache')
-  first = _create(task=0, level_cache_dir=cache_dir)
+  first = _create(env_id=0, level_cache_dir=cache_dir)
   assert isinstance(first.lab.level_cache, dmlab_env.LevelCache)
   first.reset(seed=5)
   (_, key, hit), write = first.lab.cache_events
@@ -256,7 +256,7 @@ def test_level_cache_miss_writes_and_hit_fetches(fake_lab, tmp_path):
   assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]  # No temporary left.
 
   # Another actor's env with the same episode seed fetches the compiled map.
-  second = _create(task=9, level_cache_dir=cache_dir)
+  second = _create(env_id=9, level_cache_dir=cache_dir)
   second.reset(seed=5)
   assert second.lab.cache_events == [('fetch', key, True)]
   # A new seed is a new map.
