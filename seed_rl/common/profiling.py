@@ -1,11 +1,14 @@
-"""Wall-time measurement written to TensorBoard as windowed averages."""
+"""Wall-time measurement written to TensorBoard as windowed averages.
+
+The learner runtime times its training steps with `ExportingTimer` (`timing/...` summaries).
+"""
 
 import time
 
 import tensorflow as tf
 
 
-class Aggregator(object):
+class RunningMean(object):
   """Running sum and count of scalar samples."""
 
   def __init__(self):
@@ -29,6 +32,10 @@ class Aggregator(object):
     return self._sum / self._count if self._count else 0.0
 
 
+# The original's name.
+Aggregator = RunningMean
+
+
 class ExportingTimer(object):
   """Context manager timing its body; every `aggregation_window_size` uses it writes the mean.
 
@@ -49,7 +56,7 @@ class ExportingTimer(object):
 
   def __exit__(self, *exc_info):
     elapsed = time.time() - self._start
-    aggregator = ExportingTimer._aggregators.setdefault(self.summary_name, Aggregator())
+    aggregator = ExportingTimer._aggregators.setdefault(self.summary_name, RunningMean())
     aggregator.add(elapsed)
     if aggregator.count() >= self.aggregation_window_size:
       tf.summary.scalar(self.summary_name, aggregator.average())

@@ -11,8 +11,9 @@ from tests.common.summaries import read_scalars
 pytestmark = pytest.mark.timeout(60)
 
 
-def test_aggregator_average_and_reset():
-  agg = profiling.Aggregator()
+def test_running_mean_average_and_reset():
+  assert profiling.Aggregator is profiling.RunningMean  # The original's name.
+  agg = profiling.RunningMean()
   assert agg.average() == 0.0
   for value in (1., 2., 6.):
     agg.add(value)

@@ -1,26 +1,19 @@
 """Flags of the R2D2 learner (names and defaults of the original SEED RL).
 
 Imported by the R2D2 `*_main.py` entry points; `learner.learner_loop` reads the values from its
-`config` argument (absl `FLAGS` by default). The V-trace and R2D2 flags share names, so one
-process imports one of the two modules.
+`config` argument (absl `FLAGS` by default).
 """
 
 from absl import flags
 
-from seed_rl.common import common_flags  # noqa: F401  (defines flags)
+from seed_rl.common import learner_flags
 
-flags.DEFINE_integer('save_checkpoint_secs', 1800, 'Seconds between checkpoints.')
-flags.DEFINE_float('total_environment_frames', int(1e9),
-                   'Environment frames to train for (agent steps x num_action_repeats).')
-flags.DEFINE_integer('batch_size', 64, 'Unrolls sampled from the replay per training step.')
+learner_flags.set_agent_defaults(batch_size=64, unroll_length=100, unroll_queue_max_size=100,
+                                 discounting=.997)
+
 flags.DEFINE_float('replay_ratio', 1.5,
                    'Average number of times each unroll is replayed; a training step inserts '
                    'batch_size / replay_ratio new unrolls.')
-flags.DEFINE_integer('inference_batch_size', -1,
-                     'Rows per inference batch on the learner; -1: '
-                     'max(env_batch_size, num_envs // 2).')
-flags.DEFINE_integer('unroll_length', 100, 'Agent steps per unroll, after the burn-in.')
-flags.DEFINE_integer('num_training_tpus', 1, 'TPU cores used for training.')
 flags.DEFINE_integer('update_target_every_n_step', 2500,
                      'Training steps between copies of the online network to the target one.')
 flags.DEFINE_integer('replay_buffer_size', 100,
@@ -28,8 +21,6 @@ flags.DEFINE_integer('replay_buffer_size', 100,
 flags.DEFINE_integer('replay_buffer_min_size', 10,
                      'Training starts once this many unrolls were inserted.')
 flags.DEFINE_float('priority_exponent', 0.9, 'Prioritized replay exponent alpha.')
-flags.DEFINE_integer('unroll_queue_max_size', 100,
-                     'Completed unrolls waiting for insertion; inference blocks when full.')
 flags.DEFINE_integer('burn_in', 40,
                      'Steps before each unroll used only to warm up the recurrent state.')
 flags.DEFINE_float('importance_sampling_exponent', 0.6,
@@ -38,8 +29,5 @@ flags.DEFINE_float('clip_norm', 40, 'Global gradient norm clipping; 0 disables i
 flags.DEFINE_float('value_function_rescaling_epsilon', 1e-3,
                    'Epsilon of the invertible value rescaling h(x).')
 flags.DEFINE_integer('n_steps', 5, 'Steps of the n-step Bellman targets.')
-flags.DEFINE_float('discounting', .997, 'Discount factor.')
 flags.DEFINE_float('eval_epsilon', 1e-3,
                    'Epsilon of the evaluation environments (the num_eval_envs highest ids).')
-flags.DEFINE_integer('log_episode_frequency', 1,
-                     'Episodes averaged into one TensorBoard point of the episode summaries.')

@@ -75,8 +75,8 @@ def unpackbits(frame: Any) -> Any:
   """TensorFlow inverse of `packbits`: `[..., K]` uint16 words to `<float32>[..., 16 K]`.
 
   Each channel is 0 or 255 (the SMM's values), in the original channel order; channels that
-  were padding when packing come back as zeros. `frame` may also be int32 (how
-  `utils.tpu_encode` widens uint16).
+  were padding when packing come back as zeros. `frame` may also hold the words widened to
+  int32.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (actors never call this)
 

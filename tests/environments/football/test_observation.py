@@ -57,7 +57,7 @@ def test_bit_layout_is_the_originals():
 
 @pytest.mark.timeout(60)
 def test_unpackbits_accepts_int32_words_and_runs_under_xla():
-  """utils.tpu_encode widens uint16 to int32; the GPU path compiles the network with XLA."""
+  """Words widened to int32 unpack the same; the network compiles with XLA on GPUs."""
   planes = _binary_planes((2, 72, 96, 16), seed=2)
   packed = observation.packbits(planes)
   expected = planes.astype(np.float32)

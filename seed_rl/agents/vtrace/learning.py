@@ -1,0 +1,107 @@
+"""V-trace's pure learning function and its trainable entropy cost.
+
+IMPALA's actor-critic loss with V-trace off-policy correction (Espeholt et al. 2018), as in the
+original SEED RL; the learner (`learner.py`) wires it into the learner runtime.
+"""
+
+import math
+from typing import Any, Callable, Dict, Tuple
+
+import tensorflow as tf
+
+from seed_rl.common import vtrace
+
+
+def compute_loss(parametric_action_distribution, agent, agent_state, prev_actions,
+                 env_outputs, agent_outputs, entropy_cost: Callable[[], tf.Tensor],
+                 config: Any) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+  """The V-trace actor-critic loss of one batch of time-major unrolls.
+
+  Args:
+    parametric_action_distribution: the action distribution of the policy logits.
+    agent: the agent; called with `unroll=True, is_training=True`.
+    agent_state: recurrent state at the start of the unrolls, `[B, ...]`.
+    prev_actions, env_outputs, agent_outputs: `[T+1, B, ...]`; step t's reward and done flag
+      belong to the action of step t-1; agent_outputs hold the behaviour policy's logits.
+    entropy_cost: callable returning the current entropy cost.
+    config: hyper-parameters `discounting`, `lambda_`, `baseline_cost`, `kl_cost`,
+      `max_abs_reward` and `target_entropy`.
+
+  Returns:
+    `(total_loss, metrics)`, metrics a dict of named scalars.
+  """
+  learner_outputs, _ = agent(prev_actions, env_outputs, agent_state, unroll=True,
+                             is_training=True)
+  bootstrap_value = learner_outputs.baseline[-1]
+
+  # The last step only bootstraps: the transitions are (step t, action t, reward of t+1).
+  agent_outputs = tf.nest.map_structure(lambda t: t[:-1], agent_outputs)
+  learner_outputs = tf.nest.map_structure(lambda t: t[:-1], learner_outputs)
+  rewards = env_outputs.reward[1:]
+  done = env_outputs.done[1:]
+  if config.max_abs_reward:
+    rewards = tf.clip_by_value(rewards, -config.max_abs_reward, config.max_abs_reward)
+  discounts = tf.cast(~done, tf.float32) * config.discounting
+
+  target_dist = parametric_action_distribution(learner_outputs.policy_logits)
+  behaviour_dist = parametric_action_distribution(agent_outputs.policy_logits)
+  target_action_log_probs = target_dist.log_prob(agent_outputs.action)
+  behaviour_action_log_probs = behaviour_dist.log_prob(agent_outputs.action)
+
+  vtrace_returns = vtrace.from_importance_weights(
+      target_action_log_probs=target_action_log_probs,
+      behaviour_action_log_probs=behaviour_action_log_probs,
+      discounts=discounts, rewards=rewards, values=learner_outputs.baseline,
+      bootstrap_value=bootstrap_value, lambda_=config.lambda_)
+
+  policy_loss = -tf.reduce_mean(target_action_log_probs *
+                                tf.stop_gradient(vtrace_returns.pg_advantages))
+  v_error = vtrace_returns.vs - learner_outputs.baseline
+  v_loss = config.baseline_cost * .5 * tf.reduce_mean(tf.square(v_error))
+  entropy = tf.reduce_mean(target_dist.entropy())
+  entropy_loss = -tf.stop_gradient(entropy_cost()) * entropy
+  kl = behaviour_action_log_probs - target_action_log_probs
+  kl_loss = config.kl_cost * tf.reduce_mean(kl)
+  if config.target_entropy is not None:
+    entropy_adjustment_loss = entropy_cost() * tf.stop_gradient(entropy - config.target_entropy)
+  else:
+    # Keeps the entropy cost variable in the gradient computation (with a zero gradient).
+    entropy_adjustment_loss = 0. * entropy_cost()
+  total_loss = policy_loss + v_loss + entropy_loss + kl_loss + entropy_adjustment_loss
+
+  metrics = {
+      'V/value function': tf.reduce_mean(learner_outputs.baseline),
+      'V/L2 error': tf.sqrt(tf.reduce_mean(tf.square(v_error))),
+      'losses/policy': policy_loss,
+      'losses/V': v_loss,
+      'losses/entropy': entropy_loss,
+      'losses/kl': kl_loss,
+      'losses/total': total_loss,
+  }
+  if hasattr(target_dist, 'scale'):
+    metrics['policy/std'] = tf.reduce_mean(target_dist.scale)
+  metrics['policy/max_action_abs(before_tanh)'] = tf.reduce_max(
+      tf.abs(tf.cast(agent_outputs.action, tf.float32)))
+  metrics['policy/entropy'] = entropy
+  metrics['policy/entropy_cost'] = entropy_cost()
+  metrics['policy/kl(old|new)'] = tf.reduce_mean(kl)
+  return total_loss, metrics
+
+
+class EntropyCost(tf.Module):
+  """Trainable entropy cost `exp(m * param)`, `m` the adjustment speed.
+
+  Parametrised in log space so that adapting it (with `target_entropy`) is scale-free; the
+  optimizer keeps `param` within [-20/m, 20/m] after every update.
+  """
+
+  def __init__(self, initial_cost: float, adjustment_speed: float):
+    super().__init__(name='entropy_cost')
+    self._speed = adjustment_speed
+    bound = 20. / adjustment_speed
+    self.param = tf.keras.Variable(math.log(initial_cost) / adjustment_speed, dtype='float32',
+                                   name='entropy_cost_param')
+    self.param.constraint = lambda value: tf.clip_by_value(value, -bound, bound)
+
+  def __call__(self):
+    return tf.exp(self._speed * tf.convert_to_tensor(self.param))

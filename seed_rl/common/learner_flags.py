@@ -1,0 +1,40 @@
+"""Flags every learner shares (names of the original SEED RL), defined once.
+
+Each agent's `learner_flags` module imports this one, defines its own flags and sets the
+defaults that differ between agents (`set_agent_defaults`), so that the agents' flag modules can
+be imported together: in a process that imports several, the agent imported last sets the
+shared flags' defaults.
+"""
+
+from typing import Any
+
+from absl import flags
+
+from seed_rl.common import common_flags  # noqa: F401  (defines flags)
+
+flags.DEFINE_integer('save_checkpoint_secs', 1800,
+                     'Seconds between checkpoints (and exports of the policy).')
+flags.DEFINE_float('total_environment_frames', int(1e9),
+                   'Environment frames to train for (agent steps x num_action_repeats).')
+flags.DEFINE_integer('batch_size', 32, 'Unrolls per training step.')
+flags.DEFINE_integer('inference_batch_size', -1,
+                     'Rows per inference batch on the learner; -1: '
+                     'max(env_batch_size, num_envs // 2).')
+flags.DEFINE_integer('unroll_length', 100, 'Agent steps per unroll (plus one bootstrap step).')
+flags.DEFINE_integer('num_training_tpus', 1,
+                     'TPU cores used for training (the original\'s; TPU learners are not '
+                     'supported yet, so it must be 1).')
+flags.DEFINE_string('init_checkpoint', None,
+                    'Checkpoint to start from when the logdir holds none.')
+flags.DEFINE_integer('unroll_queue_max_size', 1,
+                     'Completed unrolls waiting for training; inference blocks when the queue '
+                     'is full (back-pressure on the actors).')
+flags.DEFINE_float('discounting', .99, 'Discount factor.')
+flags.DEFINE_integer('log_episode_frequency', 1,
+                     'Episodes averaged into one TensorBoard point of the episode summaries.')
+
+
+def set_agent_defaults(**defaults: Any) -> None:
+  """Sets the defaults of shared flags to an agent's values (e.g. `batch_size=64`)."""
+  for name, value in defaults.items():
+    flags.FLAGS.set_default(name, value)

@@ -1,0 +1,12 @@
+"""The learner runtime: what every seed_rl learner shares, with an agent plugged in.
+
+An agent subclasses `LearnerAgent` (its networks, policy, loss and training step) and its
+`learner_loop` calls `run(agent, create_env_fn, create_optimizer_fn, config)`.
+"""
+
+from seed_rl.common.learner_runtime.agent import LearnerAgent
+from seed_rl.common.learner_runtime.agent import Minimize
+from seed_rl.common.learner_runtime.inference import Unroll
+from seed_rl.common.learner_runtime.runtime import run
+
+__all__ = ['LearnerAgent', 'Minimize', 'Unroll', 'run']

@@ -1,0 +1,106 @@
+"""What an agent plugs into the learner runtime: its networks, its policy and its training step.
+
+The runtime (`learner_runtime.run`) owns everything that every learner does the same way: devices,
+specs, per-environment state and restarts, episode statistics, checkpoints, the exported policy,
+summaries and the serve-and-train lifecycle. A `LearnerAgent` subclass brings only its own parts.
+The runtime calls them in this order:
+
+1. `validate_config()` before anything starts.
+2. `action_spec(action_space)`, then `create_networks(...)` under the strategy's scope; the
+   runtime calls `policy` once on a batch of zeros to create the variables and learn the specs.
+3. `trainable_variables` (the optimizer's) and `checkpointed()` (what a checkpoint holds).
+4. `prepare_training(unroll_queue)` once the unroll specs are known.
+5. In every inference batch: `policy`, then `explore`; completed unrolls of the training
+   environments go to the unroll queue.
+6. In the training thread, until the frame budget is spent: `training_step(minimize, iteration)`,
+   where `minimize(batch)` runs `compute_loss` on every replica and applies the gradients.
+"""
+
+from typing import Any, Callable, Dict, List, Tuple
+
+import tensorflow as tf
+
+from seed_rl.common import specs as specs_lib
+
+# minimize(batch) -> metrics: one optimizer step on a batch (a nest with a leading batch dim).
+Minimize = Callable[[Any], Dict[str, tf.Tensor]]
+
+
+class LearnerAgent(object):
+  """Base class of an agent's part of a learner; see the module docstring for the call order.
+
+  Attributes:
+    name: the agent's name in messages, e.g. 'VTRACE'.
+    burn_in: steps each unroll repeats from the previous one to warm up the recurrent state.
+    clip_norm: global gradient norm clipping of `minimize`; 0 disables it.
+    network: the policy network (a Keras model with `initial_state(batch_size)`); the runtime
+      exports it and calls its `end_of_training_step_callback` after each step if it has one.
+  """
+  name = 'agent'
+  burn_in = 0
+  clip_norm = 0.
+
+  def __init__(self, config: Any):
+    self.config = config
+    self.network = None
+    self.unroll_queue = None
+
+  def validate_config(self) -> None:
+    """Raises ValueError naming what is wrong with the agent's flags."""
+
+  def unrolls_per_iteration(self) -> int:
+    """New unrolls one training step consumes: the learner's frame accounting."""
+    return self.config.batch_size
+
+  def action_spec(self, action_space) -> tf.TensorSpec:
+    """Spec of one action (also of the previous action the policy reads)."""
+    return specs_lib.tensor_spec_from_gym_space(action_space, 'action')
+
+  def create_networks(self, action_space, observation_space, env_output_specs) -> None:
+    """Creates `self.network` and anything else with variables (called under the strategy)."""
+    raise NotImplementedError
+
+  def initial_state(self, batch_size):
+    """The policy's recurrent state at the start of an episode."""
+    return self.network.initial_state(batch_size)
+
+  def policy(self, prev_actions, env_outputs, agent_state) -> Tuple[Any, Any]:
+    """`(agent_outputs, new_agent_state)` for one step of `[B, ...]` inputs.
+
+    `agent_outputs` has an `action` field. This is the learned policy the runtime exports; the
+    actors get it through `explore`.
+    """
+    raise NotImplementedError
+
+  def explore(self, env_ids, agent_outputs):
+    """The agent outputs the actors act on (e.g. with per-environment epsilon-greedy)."""
+    del env_ids
+    return agent_outputs
+
+  @property
+  def trainable_variables(self) -> List[tf.Variable]:
+    """The variables the optimizer trains."""
+    return list(self.network.trainable_variables)
+
+  def checkpointed(self) -> Dict[str, Any]:
+    """Trackables a checkpoint holds besides the optimizer (names are checkpoint keys)."""
+    return {'agent': self.network}
+
+  def prepare_training(self, unroll_queue) -> None:
+    """Receives the queue of completed `Unroll`s; creates replay buffers and the like."""
+    self.unroll_queue = unroll_queue
+
+  def training_step(self, minimize: Minimize, iteration: int) -> None:
+    """One training iteration: fetch a batch and call `minimize(batch)` once."""
+    raise NotImplementedError
+
+  def compute_loss(self, batch) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """`(loss, metrics)` of one replica's slice of a batch, under the runtime's gradient tape.
+
+    Every metric is logged as the mean of its elements; `minimize` returns them to the caller
+    (scalars averaged over replicas, per-example values concatenated in batch order).
+    """
+    raise NotImplementedError
+
+  def write_summaries(self) -> None:
+    """Writes the agent's own TensorBoard scalars (called by the logging thread)."""

@@ -1,0 +1,119 @@
+"""The inference function the learner serves, and the per-environment state it keeps.
+
+For each batch of actor steps it detects actor restarts, counts episode statistics, runs the
+agent's policy for one step with the recurrent state and previous action kept per environment,
+lets the agent explore, cuts the training environments' steps into unrolls and queues every
+completed one (blocking when the queue is full: back-pressure on the actors).
+"""
+
+import collections
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from seed_rl.common import env_state
+from seed_rl.common import restarts
+from seed_rl.common import specs as specs_lib
+from seed_rl.common.learner_runtime import agent as agent_lib
+from seed_rl.common.learner_runtime import episodes
+
+# One unroll as training sees it: the recurrent state before its first step, then `[T+1, ...]`
+# (plus `burn_in`) steps of previous action, env output and agent output.
+Unroll = collections.namedtuple('Unroll', 'agent_state prev_actions env_outputs agent_outputs')
+
+# Specs of one row of what the learner handles.
+Specs = collections.namedtuple('Specs', 'action env_output agent_state agent_output')
+
+
+class EnvStates(tf.Module):
+  """The learner's state of every environment: run id, recurrent state, previous action and,
+  for the training environments (ids below `num_training_envs`), the partial unroll with the
+  recurrent state at its start."""
+
+  def __init__(self, num_envs: int, num_training_envs: int, unroll_length: int,
+               burn_in: int, specs: Specs):
+    super().__init__(name='env_states')
+    self.num_training_envs = num_training_envs
+    self.run_ids = env_state.PerEnvState(num_envs, tf.TensorSpec([], tf.int64), 'env_run_ids')
+    self._agent_states = env_state.PerEnvState(num_envs, specs.agent_state, 'agent_states')
+    self._actions = env_state.PerEnvState(num_envs, specs.action, 'actions')
+    self._store = env_state.UnrollStore(
+        num_training_envs, unroll_length, (specs.action, specs.env_output, specs.agent_output),
+        num_overlapping_steps=burn_in)
+    # The recurrent state before the first step of each training env's current unroll, and
+    # before the first step of its next one (with burn-in, `burn_in` steps before the end).
+    self._first_agent_states = env_state.PerEnvState(num_training_envs, specs.agent_state,
+                                                     'first_agent_states')
+    self._next_first_agent_states = env_state.PerEnvState(num_training_envs, specs.agent_state,
+                                                          'next_first_agent_states')
+    self.unroll_specs = Unroll(specs.agent_state, *self._store.unroll_specs)
+
+  def reset(self, env_ids, initial_state: Callable[[Any], Any]) -> None:
+    """Starts the state of `env_ids` afresh: new actor, no history."""
+    self._agent_states.replace(env_ids, initial_state(tf.size(env_ids)))
+    self._actions.reset(env_ids)
+    training_ids = tf.boolean_mask(env_ids, env_ids < self.num_training_envs)
+    self._store.reset(training_ids)
+    initial_states = initial_state(tf.size(training_ids))
+    self._first_agent_states.replace(training_ids, initial_states)
+    self._next_first_agent_states.replace(training_ids, initial_states)
+
+  def read(self, env_ids):
+    """`(prev_actions, agent_states)` of `env_ids`."""
+    return self._actions.read(env_ids), self._agent_states.read(env_ids)
+
+  def update(self, env_ids, actions, agent_states) -> None:
+    self._actions.replace(env_ids, actions)
+    self._agent_states.replace(env_ids, agent_states)
+
+  def append(self, env_ids, prev_agent_states, step) -> Unroll:
+    """Appends one step of each training env among `env_ids`; returns the completed unrolls.
+
+    Args:
+      env_ids: `[N]` environment ids.
+      prev_agent_states: the recurrent states before this step, `[N, ...]`.
+      step: `(prev_actions, env_outputs, agent_outputs)`, each `[N, ...]`.
+    """
+    is_training = env_ids < self.num_training_envs
+    select = lambda nest: tf.nest.map_structure(lambda t: tf.boolean_mask(t, is_training), nest)
+    env_ids, prev_agent_states, step = select((env_ids, prev_agent_states, step))
+    starts_next = self._store.starts_next_unroll(env_ids)
+    self._next_first_agent_states.replace(
+        tf.boolean_mask(env_ids, starts_next),
+        tf.nest.map_structure(lambda t: tf.boolean_mask(t, starts_next), prev_agent_states))
+    completed_ids, unrolls = self._store.append(env_ids, step)
+    unrolls = Unroll(self._first_agent_states.read(completed_ids), *unrolls)
+    self._first_agent_states.replace(completed_ids,
+                                     self._next_first_agent_states.read(completed_ids))
+    return unrolls
+
+
+def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
+                        stats: episodes.EpisodeStats, unroll_queue, specs: Specs,
+                        batch_size: int, num_action_repeats: int, device: str):
+  """The tf.function bound as `inference(env_ids, run_ids, env_outputs, raw_rewards)`,
+  running the policy on `device`; returns one action per row of the batch."""
+
+  @tf.function(input_signature=specs_lib.inference_input_specs(batch_size, specs.env_output))
+  def inference(env_ids, run_ids, env_outputs, raw_rewards):
+    envs_needing_reset, kept_rows, env_ids, (env_outputs, raw_rewards) = (
+        restarts.detect_restarts(env_states.run_ids, env_ids, run_ids,
+                                 (env_outputs, raw_rewards)))
+    stats.reset(envs_needing_reset)
+    env_states.reset(envs_needing_reset, agent.initial_state)
+    tf.debugging.assert_equal(
+        tf.reduce_any(env_outputs.abandoned), False,
+        message=f'Abandoned done states are not supported in {agent.name}.')
+    stats.update(env_ids, env_outputs, raw_rewards, num_action_repeats)
+
+    prev_actions, prev_agent_states = env_states.read(env_ids)
+    with tf.device(device):
+      agent_outputs, agent_states = agent.policy(prev_actions, env_outputs, prev_agent_states)
+    agent_outputs = agent.explore(env_ids, agent_outputs)
+    unroll_queue.enqueue_many(env_states.append(
+        env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs)))
+    env_states.update(env_ids, agent_outputs.action, agent_states)
+    # Dropped rows (a dead actor's last call) get action 0; nobody waits for them.
+    return restarts.scatter_rows(kept_rows, agent_outputs.action, batch_size)
+
+  return inference

@@ -1,0 +1,115 @@
+"""The learner's lifecycle: serve the actors and train until done or asked to stop.
+
+A stop request (SIGTERM from a preemption or stop_local.sh, Ctrl-C) must end training within
+seconds and still leave a checkpoint, even while a training step waits for data: training runs
+in its own thread and the main thread closes the learner's queues to release it.
+"""
+
+import contextlib
+import signal
+import threading
+from typing import Callable
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from seed_rl import grpc
+from seed_rl.common import learner_config
+from seed_rl.common import progress_logger
+from seed_rl.common.learner_runtime import episodes
+from seed_rl.grpc import security
+
+
+@contextlib.contextmanager
+def stop_requested_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
+  """Yields an Event that SIGTERM/SIGINT set instead of killing the process.
+
+  Learners poll it to checkpoint and stop cleanly (preemption, Ctrl-C, stop_local.sh). The
+  previous handlers come back on exit. Outside the main thread (where Python cannot install
+  handlers) the event is only set by the caller.
+  """
+  stop_requested = threading.Event()
+
+  def request_stop(signum, unused_frame):
+    logging.info('Signal %d received: checkpointing and stopping.', signum)
+    stop_requested.set()
+
+  previous_handlers = {}
+  if threading.current_thread() is threading.main_thread():
+    for signum in signals:
+      previous_handlers[signum] = signal.signal(signum, request_stop)
+  try:
+    yield stop_requested
+  finally:
+    for signum, handler in previous_handlers.items():
+      signal.signal(signum, handler)
+
+
+def run_training(train_once: Callable[[], None], is_done: Callable[[], bool],
+                 stop_requested: threading.Event, release_blocked: Callable[[], None]) -> None:
+  """Runs `train_once` in a thread until `is_done()` or a stop request.
+
+  Training runs in a thread so that the main thread sees a stop request (SIGTERM) at once even
+  while a training step waits for data; `release_blocked` then closes the learner's queues so
+  that the waiting step ends. Errors of the training thread are re-raised here, except those
+  caused by closing the queues on a stop request.
+  """
+  errors = []
+
+  def loop():
+    try:
+      while not is_done() and not stop_requested.is_set():
+        train_once()
+    except Exception as e:  # pylint: disable=broad-except
+      # A closed queue's OutOfRangeError may surface as another error class.
+      closed = (isinstance(e, (tf.errors.OutOfRangeError, tf.errors.CancelledError,
+                               StopIteration)) or 'is closed' in str(e))
+      if not (closed and stop_requested.is_set()):
+        errors.append(e)
+    finally:
+      stop_requested.set()
+
+  trainer = threading.Thread(target=loop, name='training', daemon=True)
+  trainer.start()
+  while not stop_requested.wait(0.5):
+    pass
+  release_blocked()
+  trainer.join()
+  if errors:
+    raise errors[0]
+
+
+def start_server(config, inference_fns) -> 'grpc.Server':
+  """A gRPC server on `config.server_address` serving `inference` (one function per inference
+  device, used round robin per batch) and, for flag configs, `get_config` for the actors."""
+  server = grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
+  server.bind(inference_fns)
+  if isinstance(config, flags.FlagValues):
+
+    @tf.function(input_signature=[])
+    def get_config():
+      return learner_config.serialize_config(config)
+
+    server.bind(get_config)
+  return server
+
+
+def serve_and_train(server: 'grpc.Server', logger: progress_logger.ProgressLogger,
+                    logging_callback: Callable[[], None], train_once: Callable[[], None],
+                    is_done: Callable[[], bool], stop_requested: threading.Event, unroll_queue,
+                    episode_stats: episodes.EpisodeStats) -> None:
+  """Serves the actors and trains until done or stopped, then stops serving.
+
+  A stop request closes the unroll queue, which ends a training step waiting for data and
+  inference calls waiting for queue space.
+  """
+  server.start()
+  logger.start(logging_callback)
+  try:
+    run_training(train_once, is_done, stop_requested,
+                 lambda: unroll_queue.close(cancel_pending_enqueues=True))
+  finally:
+    logger.shutdown()
+    server.shutdown()
+    episode_stats.close()

@@ -1,0 +1,192 @@
+"""The learner every agent shares: `run(agent, create_env_fn, create_optimizer_fn, config)`.
+
+It probes the environment for its spaces, creates the agent's networks on the learner's devices,
+restores the latest checkpoint, serves the inference function to the actors over gRPC and runs
+the agent's training step in a thread until the frame budget is spent or a stop is requested;
+then it saves a checkpoint and the exported policy.
+"""
+
+import math
+from typing import Any, Callable, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+from seed_rl.common import devices
+from seed_rl.common import learner_config
+from seed_rl.common import profiling
+from seed_rl.common import progress_logger
+from seed_rl.common import queues
+from seed_rl.common import specs as specs_lib
+from seed_rl.common.learner_runtime import agent as agent_lib
+from seed_rl.common.learner_runtime import checkpoints
+from seed_rl.common.learner_runtime import episodes
+from seed_rl.common.learner_runtime import inference
+from seed_rl.common.learner_runtime import lifecycle
+from seed_rl.common.learner_runtime import training
+
+# Training steps averaged into one point of the `timing/...` summaries.
+_TIMING_WINDOW = 20
+
+
+def validate_config(config: Any) -> None:
+  """The checks every learner makes before it starts; resolves `inference_batch_size=-1`."""
+  learner_config.validate_learner_config(config)
+  for name in ('batch_size', 'unroll_length', 'unroll_queue_max_size', 'save_checkpoint_secs',
+               'log_episode_frequency'):
+    if getattr(config, name) <= 0:
+      raise ValueError(f'{name} must be positive, got {getattr(config, name)}.')
+  if config.num_envs <= config.num_eval_envs:
+    raise ValueError(
+        f'Every environment is an evaluation environment (num_envs={config.num_envs}, '
+        f'num_eval_envs={config.num_eval_envs}): no unroll would ever be trained on and '
+        'training would wait forever. Use num_eval_envs < num_envs.')
+
+
+def _probe_spaces(create_env_fn: Callable[[int, Any], Any], config: Any):
+  env = create_env_fn(0, config)
+  try:
+    return env.action_space, env.observation_space
+  finally:
+    env.close()
+
+
+def create_agent(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
+                 strategy: tf.distribute.Strategy, config: Any) -> inference.Specs:
+  """Creates the agent's networks and variables; returns the specs of what the learner keeps."""
+  action_space, observation_space = _probe_spaces(create_env_fn, config)
+  env_output_specs = specs_lib.env_output_specs_for(observation_space)
+  action_spec = agent.action_spec(action_space)
+  with strategy.scope():
+    agent.create_networks(action_space, observation_space, env_output_specs)
+    initial_agent_state = agent.initial_state(1)
+    zero_inputs = specs_lib.zeros_for((action_spec, env_output_specs), 1)
+    initial_agent_output, _ = agent.policy(*zero_inputs, initial_agent_state)
+  return inference.Specs(action_spec, env_output_specs,
+                         specs_lib.specs_without_batch(initial_agent_state),
+                         specs_lib.specs_without_batch(initial_agent_output))
+
+
+def _create_optimizer(agent: agent_lib.LearnerAgent, create_optimizer_fn: Callable[[int], Any],
+                      strategy: tf.distribute.Strategy, final_iteration: int) -> Tuple[Any, Any]:
+  """`(optimizer, learning_rate_fn)` with its slots built, so that a checkpoint can restore
+  them before the first step."""
+  with strategy.scope():
+    optimizer, learning_rate_fn = create_optimizer_fn(final_iteration)
+    optimizer.build(agent.trainable_variables)
+  return optimizer, learning_rate_fn
+
+
+def run(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
+        create_optimizer_fn: Callable[[int], Any], config: Any) -> None:
+  """Trains `agent`, serving inference to actors until the frame budget is spent.
+
+  Args:
+    agent: the agent's own parts.
+    create_env_fn: `(env_id, config) -> env`; called once for the observation/action spaces.
+    create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
+    config: the learner's flags (absl `FLAGS` or an object with the same attributes).
+  """
+  validate_config(config)
+  agent.validate_config()
+  # Installed first, so that a SIGTERM during start-up still ends in a checkpoint.
+  with lifecycle.stop_requested_on_signals() as stop_requested:
+    _Learner(agent, create_env_fn, create_optimizer_fn, config).run(stop_requested)
+
+
+class _Learner(object):
+  """One learner process: built by the constructor, served and trained by `run`."""
+
+  def __init__(self, agent: agent_lib.LearnerAgent, create_env_fn, create_optimizer_fn,
+               config: Any):
+    if config.seed is not None:
+      tf.random.set_seed(config.seed)
+    self._agent, self._config = agent, config
+    settings = devices.init_learner(config.num_training_tpus)
+    self._strategy, self._inference_devices = settings.strategy, settings.inference_devices
+    if config.batch_size % self._strategy.num_replicas_in_sync:
+      raise ValueError(f'batch_size (={config.batch_size}) must be a multiple of the number of '
+                       f'devices (={self._strategy.num_replicas_in_sync}), which share each '
+                       'batch.')
+    self._specs = create_agent(agent, create_env_fn, self._strategy, config)
+    self._frames_per_iteration = (agent.unrolls_per_iteration() * config.unroll_length *
+                                  config.num_action_repeats)
+    self._final_iteration = int(math.ceil(config.total_environment_frames /
+                                          self._frames_per_iteration))
+    self._optimizer, self._learning_rate_fn = _create_optimizer(
+        agent, create_optimizer_fn, self._strategy, self._final_iteration)
+    export = checkpoints.PolicyExport(agent.network, agent.policy, agent.initial_state,
+                                      self._specs)
+    self._checkpointer = checkpoints.Checkpointer(
+        dict(agent.checkpointed(), optimizer=self._optimizer), export, self._iterations,
+        config)
+    self._summary_writer = tf.summary.create_file_writer(config.logdir, flush_millis=20000,
+                                                         max_queue=1000)
+    self._logger = progress_logger.ProgressLogger(
+        summary_writer=self._summary_writer,
+        starting_step=self._iteration() * self._frames_per_iteration)
+    self._create_env_state()
+
+  @property
+  def _iterations(self) -> tf.Variable:
+    return self._optimizer.iterations
+
+  def _iteration(self) -> int:
+    return int(self._iterations.numpy())
+
+  def _create_env_state(self) -> None:
+    config = self._config
+    num_training_envs = config.num_envs - config.num_eval_envs
+    self._env_states = inference.EnvStates(config.num_envs, num_training_envs,
+                                           config.unroll_length, self._agent.burn_in,
+                                           self._specs)
+    self._episode_stats = episodes.EpisodeStats(config.num_envs)
+    self._episode_reporter = episodes.EpisodeReporter(num_training_envs,
+                                                      config.log_episode_frequency)
+    self._unroll_queue = queues.StructuredFIFOQueue(config.unroll_queue_max_size,
+                                                    self._env_states.unroll_specs)
+    self._agent.prepare_training(self._unroll_queue)
+
+  def _start_server(self):
+    inference_fns = [
+        inference.create_inference_fn(self._agent, self._env_states, self._episode_stats,
+                                      self._unroll_queue, self._specs,
+                                      self._config.inference_batch_size,
+                                      self._config.num_action_repeats, device)
+        for device in self._inference_devices]
+    with self._strategy.scope():
+      return lifecycle.start_server(self._config, inference_fns)
+
+  def _write_logs(self) -> None:
+    """Runs in the logging thread before it writes the latest step's values."""
+    tf.summary.scalar('learning_rate', self._learning_rate_fn(self._iterations))
+    self._agent.write_summaries()
+    self._episode_reporter.report(self._episode_stats.dequeue_finished(), self._iteration())
+    logging.info('Progress: %d/%d environment frames', int(self._logger.step_cnt.numpy()),
+                 int(self._config.total_environment_frames))
+
+  def _train_once(self, minimize: agent_lib.Minimize) -> None:
+    self._checkpointer.maybe_save()
+    with profiling.ExportingTimer('timing/training_step_secs', _TIMING_WINDOW):
+      self._agent.training_step(minimize, self._iteration())
+
+  def run(self, stop_requested) -> None:
+    minimize = training.create_minimize(self._strategy, self._agent, self._optimizer,
+                                        self._logger, self._frames_per_iteration)
+
+    def timed_minimize(batch):
+      with profiling.ExportingTimer('timing/minimize_secs', _TIMING_WINDOW):
+        return minimize(batch)
+
+    def train_once():
+      # Summaries of the training thread (timings) share the logger's step: frames.
+      with self._summary_writer.as_default(step=self._logger.step_cnt):
+        self._train_once(timed_minimize)
+
+    lifecycle.serve_and_train(self._start_server(), self._logger, self._write_logs, train_once,
+                              lambda: self._iteration() >= self._final_iteration,
+                              stop_requested, self._unroll_queue, self._episode_stats)
+    self._checkpointer.save()
+    self._summary_writer.flush()
+    logging.info('Training finished at iteration %d (%d environment frames).',
+                 self._iteration(), self._iteration() * self._frames_per_iteration)

@@ -1,0 +1,112 @@
+"""Scalars produced inside tf.functions, written to TensorBoard from a background thread."""
+
+import threading
+import time
+from typing import Any, Callable, List, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+
+class ProgressLogger(object):
+  """Writes the scalars of the latest training step to TensorBoard from a background thread.
+
+  Training code registers values with `log(session, name, value)` (at trace time) and calls
+  `step_end` at the end of each step (inside its tf.function); a thread wakes up with a period
+  growing from `initial_period` to `max_period`, writes every value and `speed/steps_per_sec`
+  at the current step. Steps are whatever `step_end` counts (learners count env frames).
+  """
+
+  def __init__(self, summary_writer=None, initial_period: float = 0.1,
+               period_factor: float = 1.01, max_period: float = 10.0,
+               starting_step: int = 0):
+    self.summary_writer = summary_writer
+    self.initial_period = initial_period
+    self.period_factor = period_factor
+    self.max_period = max_period
+    self.log_keys = []
+    self.step_cnt = tf.Variable(starting_step, dtype=tf.int64, trainable=False)
+    self.ready_values = tf.Variable([-1.0], dtype=tf.float32, shape=tf.TensorShape(None),
+                                    trainable=False)
+    self.logger_thread = None
+    self.logging_callback = None
+    self.terminator = None
+    self.last_log_time = None
+    self.last_log_step = starting_step
+
+  def start(self, logging_callback: Optional[Callable[[], None]] = None) -> None:
+    """Starts the logging thread; `logging_callback` runs before every write."""
+    assert self.logger_thread is None, 'ProgressLogger already started.'
+    self.logging_callback = logging_callback
+    self.terminator = threading.Event()
+    self.logger_thread = threading.Thread(target=self._logging_loop, daemon=True,
+                                          name='ProgressLogger')
+    self.logger_thread.start()
+
+  def shutdown(self) -> None:
+    """Stops the thread after a last write."""
+    if self.logger_thread is not None:
+      self.terminator.set()
+      self.logger_thread.join()
+      self.logger_thread = None
+
+  def _log(self) -> None:
+    """Writes the ready values if the step advanced since the last write."""
+    current_step = int(self.step_cnt.numpy())
+    values = self.ready_values.numpy()
+    if current_step == self.last_log_step or values.shape != (len(self.log_keys),):
+      return
+    now = time.time()
+    with self.summary_writer.as_default():
+      tf.summary.experimental.set_step(current_step)
+      if self.logging_callback:
+        self.logging_callback()
+      for key, value in zip(self.log_keys, values):
+        tf.summary.scalar(key, value)
+      if self.last_log_time is not None:
+        tf.summary.scalar('speed/steps_per_sec',
+                          (current_step - self.last_log_step) / (now - self.last_log_time))
+    self.last_log_time = now
+    self.last_log_step = current_step
+
+  def _logging_loop(self) -> None:
+    period = self.initial_period
+    while True:
+      stop = self.terminator.wait(period)
+      try:
+        if self.summary_writer is not None:
+          self._log()
+      except Exception:  # pylint: disable=broad-except
+        # A broken summary pipeline must not go unnoticed for a whole training run.
+        logging.exception('ProgressLogger failed; stopping the process.')
+        logging.fatal('ProgressLogger failed.')
+      if stop:
+        return
+      period = min(self.max_period, period * self.period_factor)
+
+  def log_session(self) -> List[Tuple[str, Any]]:
+    """A new list to collect the values of one step."""
+    return []
+
+  def log(self, session, name: str, value) -> None:
+    """Adds `value` under `name` to `session`. Call at trace time."""
+    session.append((name, value))
+
+  def log_session_from_dict(self, values: dict) -> List[Tuple[str, Any]]:
+    session = self.log_session()
+    for name, value in values.items():
+      self.log(session, name, value)
+    return session
+
+  def step_end(self, session, step_increment: int = 1) -> None:
+    """Publishes the session's values (each as the float32 mean of its elements) and advances
+    the step by `step_increment`. Every session must log the same names in the same order."""
+    names = [name for name, _ in session]
+    if not self.log_keys:
+      self.log_keys = names
+    elif names != self.log_keys:
+      raise ValueError(f'ProgressLogger sessions must log the same names in the same order; '
+                       f'first {self.log_keys}, now {names}.')
+    values = [tf.reduce_mean(tf.cast(v, tf.float32)) for _, v in session]
+    self.ready_values.assign(tf.stack(values) if values else tf.zeros([0]))
+    self.step_cnt.assign_add(step_increment)

@@ -1,0 +1,75 @@
+"""Actor restarts as the learner sees them: new run ids, and stale rows of dead actors.
+
+An actor draws a new run id for each of its environments whenever it (re)starts; the learner
+compares it with the last one it saw to know when an environment's state must start afresh.
+"""
+
+import tensorflow as tf
+
+from seed_rl.common import env_state
+
+
+def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch):
+  """Finds the environments whose actor (re)started, and drops rows of dead actors.
+
+  A new run id for an environment means a new actor process: the caller resets that
+  environment's learner-side state. A dead actor's last call may share an inference batch with
+  its successor's first call; its rows are dropped so they cannot touch the new run's state.
+  Call inside the inference tf.function; it records the new run ids.
+
+  Args:
+    env_run_ids: per-environment run ids (int64).
+    env_ids, run_ids: `[N]` of the inference batch.
+    batch: nest of the other `[N, ...]` inputs.
+
+  Returns:
+    `(envs_needing_reset, kept_rows <int64>[M, 1], env_ids, batch)`, the last two without the
+    dropped rows.
+  """
+  previous_run_ids = env_run_ids.read(env_ids)
+  reset_mask = tf.not_equal(previous_run_ids, run_ids)
+  envs_needing_reset = tf.boolean_mask(env_ids, reset_mask)
+  kept_mask, kept_env_ids = get_non_dying_envs(envs_needing_reset, reset_mask, env_ids)
+  run_ids, batch = tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept_mask),
+                                         (run_ids, batch))
+  if tf.size(envs_needing_reset) > 0:
+    tf.print('Environment ids needing reset:', envs_needing_reset)
+  env_run_ids.replace(kept_env_ids, run_ids)
+  return envs_needing_reset, tf.where(kept_mask), kept_env_ids, batch
+
+
+def get_non_dying_envs(envs_needing_reset, reset_mask, env_ids):
+  """Drops the stale last transition of a restarted actor from an inference batch.
+
+  When an actor dies with a call in flight and its replacement (same env ids, new run ids)
+  joins the same batch, the old call's rows are "dying": their env id needs a reset but the
+  row itself carries the old run id.
+
+  Args:
+    envs_needing_reset: `<int32>[k]` env ids whose run id changed in this batch.
+    reset_mask: `<bool>[N]`, True for the rows carrying a new run id.
+    env_ids: `<int32>[N]` env id of every row.
+
+  Returns:
+    `(nondying_mask <bool>[N], nondying_env_ids)`. Raises InvalidArgumentError if an env id
+    still appears twice afterwards.
+  """
+  env_ids = tf.convert_to_tensor(env_ids)
+  needs_reset = tf.reduce_any(
+      env_ids[:, tf.newaxis] == tf.cast(envs_needing_reset, env_ids.dtype)[tf.newaxis, :],
+      axis=1)
+  dying = tf.logical_and(needs_reset, tf.logical_not(reset_mask))
+  if tf.reduce_any(dying):
+    tf.print('Dropping dying transitions of environment ids:', tf.boolean_mask(env_ids, dying))
+  nondying_mask = tf.logical_not(dying)
+  nondying_env_ids = tf.boolean_mask(env_ids, nondying_mask)
+  with tf.control_dependencies([env_state.assert_unique_ids(
+      nondying_env_ids, 'Environment ids appear more than once in one inference batch '
+      'after removing dying transitions (an actor restarted twice within one batch?)')]):
+    return tf.identity(nondying_mask), tf.identity(nondying_env_ids)
+
+
+def scatter_rows(kept_rows, values, batch_size: int):
+  """Puts the rows computed for the kept rows back into a full batch (zeros elsewhere)."""
+  shape = tf.concat([[batch_size], tf.shape(values, tf.int64)[1:]], 0)
+  return tf.scatter_nd(kept_rows, values, shape)

@@ -1,0 +1,264 @@
+"""The V-trace learner's loss against an independent numpy reference of its definition.
+
+`compute_loss` is run with a tiny deterministic fake agent (linear logits and baseline of the
+observation and the previous action, fixed weights) so that numpy can recompute every learner
+output, the V-trace targets and advantages (IMPALA's backward recursion, written here from the
+definition) and each loss term and metric.
+"""
+
+import itertools
+import types
+
+import gymnasium
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.agents.vtrace import learner
+from seed_rl.agents.vtrace.networks import AgentOutput
+from seed_rl.common import parametric_distribution
+from seed_rl.common.structures import EnvOutput
+
+pytestmark = pytest.mark.timeout(120)
+
+T, B, OBS_DIM, NUM_ACTIONS = 6, 3, 4, 3
+ENTROPY_COST = 0.05
+
+
+def _weights():
+  rng = np.random.RandomState(7)
+  return dict(obs_logits=rng.randn(OBS_DIM, NUM_ACTIONS).astype(np.float32),
+              action_logits=rng.randn(NUM_ACTIONS, NUM_ACTIONS).astype(np.float32),
+              obs_value=rng.randn(OBS_DIM).astype(np.float32),
+              value_bias=np.float32(0.3))
+
+
+class FakeAgent(tf.Module):
+  """Linear policy logits and baseline of `[observation, one_hot(prev_action)]`."""
+
+  def __init__(self, weights):
+    super().__init__(name='fake_agent')
+    self.obs_logits = tf.Variable(weights['obs_logits'], name='obs_logits')
+    self.action_logits = tf.Variable(weights['action_logits'], name='action_logits')
+    self.obs_value = tf.Variable(weights['obs_value'], name='obs_value')
+    self.value_bias = tf.Variable(weights['value_bias'], name='value_bias')
+    self.calls = []
+
+  def __call__(self, prev_actions, env_outputs, agent_state, unroll=False, is_training=False):
+    self.calls.append(dict(unroll=unroll, is_training=is_training, agent_state=agent_state))
+    observation = env_outputs.observation
+    logits = (tf.einsum('tbd,da->tba', observation, self.obs_logits) +
+              tf.gather(self.action_logits, prev_actions))
+    baseline = tf.einsum('tbd,d->tb', observation, self.obs_value) + self.value_bias
+    action = tf.zeros_like(prev_actions)  # Unused by the loss.
+    return AgentOutput(action, logits, baseline), agent_state
+
+
+def _inputs(with_done, seed=0):
+  """Time-major `[T+1, B, ...]` numpy inputs; rewards reach beyond +-1."""
+  rng = np.random.RandomState(seed)
+  observation = rng.randn(T + 1, B, OBS_DIM).astype(np.float32)
+  prev_actions = rng.randint(0, NUM_ACTIONS, size=(T + 1, B)).astype(np.int64)
+  reward = rng.uniform(-3., 3., size=(T + 1, B)).astype(np.float32)
+  done = np.zeros((T + 1, B), bool)
+  if with_done:
+    done[0, :] = True  # Dropped by the loss (belongs to the action before the unroll).
+    done[2, 0] = True
+    done[4, 1] = True
+    done[5, 1] = True
+    done[T, 2] = True
+  actions = rng.randint(0, NUM_ACTIONS, size=(T + 1, B)).astype(np.int64)
+  behaviour_logits = (1.5 * rng.randn(T + 1, B, NUM_ACTIONS)).astype(np.float32)
+  return dict(observation=observation, prev_actions=prev_actions, reward=reward, done=done,
+              actions=actions, behaviour_logits=behaviour_logits)
+
+
+def _log_softmax(logits):
+  logits = logits - logits.max(axis=-1, keepdims=True)
+  return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+
+
+def _take(log_probs, actions):
+  return np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
+
+
+def _numpy_vtrace(target_logp, behaviour_logp, discounts, rewards, values, bootstrap, lambda_):
+  """V-trace targets and advantages by the backward recursion of IMPALA's definition."""
+  rhos = np.exp(target_logp - behaviour_logp)
+  rho_bar = np.minimum(1., rhos)
+  pg_rho = np.minimum(1., rhos)
+  cs = lambda_ * np.minimum(1., rhos)
+  num_steps = rewards.shape[0]
+  next_values = np.concatenate([values[1:], bootstrap[None]], axis=0)
+  vs = np.zeros_like(values)
+  next_vs_minus_v = np.zeros_like(bootstrap)  # vs_T - V_T = 0 (V_T = bootstrap).
+  for t in reversed(range(num_steps)):
+    delta = rho_bar[t] * (rewards[t] + discounts[t] * next_values[t] - values[t])
+    vs[t] = values[t] + delta + discounts[t] * cs[t] * next_vs_minus_v
+    next_vs_minus_v = vs[t] - values[t]
+  next_vs = np.concatenate([vs[1:], bootstrap[None]], axis=0)
+  pg_advantages = pg_rho * (rewards + discounts * next_vs - values)
+  return vs, pg_advantages, rhos
+
+
+def _numpy_loss(weights, inputs, entropy_cost, config):
+  """All loss terms and metrics of `compute_loss`, in float64 numpy."""
+  w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
+  observation = inputs['observation'].astype(np.float64)
+  logits = observation @ w['obs_logits'] + w['action_logits'][inputs['prev_actions']]
+  baseline = observation @ w['obs_value'] + w['value_bias']
+  bootstrap = baseline[-1]
+  logits, values = logits[:-1], baseline[:-1]
+  actions = inputs['actions'][:-1]
+  behaviour_logits = inputs['behaviour_logits'][:-1].astype(np.float64)
+  rewards = inputs['reward'][1:].astype(np.float64)
+  done = inputs['done'][1:]
+  if config.max_abs_reward:
+    rewards = np.clip(rewards, -config.max_abs_reward, config.max_abs_reward)
+  discounts = (~done).astype(np.float64) * config.discounting
+
+  target_log_probs = _log_softmax(logits)
+  target_logp = _take(target_log_probs, actions)
+  behaviour_logp = _take(_log_softmax(behaviour_logits), actions)
+  vs, pg_advantages, rhos = _numpy_vtrace(target_logp, behaviour_logp, discounts, rewards,
+                                          values, bootstrap, config.lambda_)
+
+  policy_loss = -np.mean(target_logp * pg_advantages)
+  v_loss = config.baseline_cost * .5 * np.mean((vs - values) ** 2)
+  entropy = np.mean(-(np.exp(target_log_probs) * target_log_probs).sum(axis=-1))
+  entropy_loss = -entropy_cost * entropy
+  kl = behaviour_logp - target_logp
+  kl_loss = config.kl_cost * np.mean(kl)
+  adjustment = (0. if config.target_entropy is None else
+                entropy_cost * (entropy - config.target_entropy))
+  total = policy_loss + v_loss + entropy_loss + kl_loss + adjustment
+  metrics = {
+      'losses/policy': policy_loss,
+      'losses/V': v_loss,
+      'losses/entropy': entropy_loss,
+      'losses/kl': kl_loss,
+      'losses/total': total,
+      'policy/entropy': entropy,
+      'policy/kl(old|new)': np.mean(kl),
+      'V/value function': np.mean(values),
+      'V/L2 error': np.sqrt(np.mean((vs - values) ** 2)),
+  }
+  return total, metrics, dict(rhos=rhos, rewards=rewards, adjustment=adjustment)
+
+
+def _distribution():
+  return parametric_distribution.get_parametric_distribution_for_action_space(
+      gymnasium.spaces.Discrete(NUM_ACTIONS))
+
+
+def _tf_args(inputs):
+  env_outputs = EnvOutput(
+      reward=tf.constant(inputs['reward']),
+      done=tf.constant(inputs['done']),
+      observation=tf.constant(inputs['observation']),
+      abandoned=tf.zeros([T + 1, B], tf.bool),
+      episode_step=tf.zeros([T + 1, B], tf.int32))
+  behaviour_baseline = tf.fill([T + 1, B], 123.)  # Must not be used: values are the learner's.
+  agent_outputs = AgentOutput(tf.constant(inputs['actions']),
+                              tf.constant(inputs['behaviour_logits']), behaviour_baseline)
+  return tf.constant(inputs['prev_actions']), env_outputs, agent_outputs
+
+
+def _config(lambda_=1., max_abs_reward=0., kl_cost=0., target_entropy=None):
+  return types.SimpleNamespace(discounting=.9, lambda_=lambda_, baseline_cost=.7,
+                               kl_cost=kl_cost, max_abs_reward=max_abs_reward,
+                               target_entropy=target_entropy)
+
+
+_CASES = list(itertools.product([1., .5], [False, True], [0., 1.], [0., .3], [None, .6]))
+
+
+@pytest.mark.parametrize('lambda_,with_done,max_abs_reward,kl_cost,target_entropy', _CASES)
+def test_compute_loss_matches_numpy_reference(lambda_, with_done, max_abs_reward, kl_cost,
+                                              target_entropy):
+  weights = _weights()
+  inputs = _inputs(with_done)
+  config = _config(lambda_, max_abs_reward, kl_cost, target_entropy)
+  agent = FakeAgent(weights)
+  agent_state = tf.zeros([B, 2])
+  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
+
+  total, metrics = learner.compute_loss(_distribution(), agent, agent_state, prev_actions,
+                                        env_outputs, agent_outputs,
+                                        lambda: tf.constant(ENTROPY_COST), config)
+
+  assert len(agent.calls) == 1
+  assert agent.calls[0]['unroll'] is True and agent.calls[0]['is_training'] is True
+  assert agent.calls[0]['agent_state'] is agent_state
+  expected_total, expected, extra = _numpy_loss(weights, inputs, ENTROPY_COST, config)
+  # The case exercises rho clipping, and reward clipping when enabled.
+  assert (extra['rhos'] > 1.).any() and (extra['rhos'] < 1.).any()
+  if max_abs_reward:
+    assert (np.abs(inputs['reward'][1:]) > max_abs_reward).any()
+  if target_entropy is not None:
+    assert abs(extra['adjustment']) > 1e-4
+
+  np.testing.assert_allclose(total.numpy(), expected_total, rtol=1e-5, atol=1e-6)
+  for name, value in expected.items():
+    np.testing.assert_allclose(metrics[name].numpy(), value, rtol=1e-5, atol=1e-6,
+                               err_msg=name)
+  np.testing.assert_allclose(metrics['policy/entropy_cost'].numpy(), ENTROPY_COST, rtol=1e-6)
+
+
+def test_compute_loss_options_change_the_loss():
+  """Sanity of the reference cases: each option actually moves the numpy loss."""
+  weights, base = _weights(), _config()
+  reference = lambda inputs, config: _numpy_loss(weights, inputs, ENTROPY_COST, config)[0]
+  plain = reference(_inputs(False), base)
+  for inputs, config in [(_inputs(True), base), (_inputs(False), _config(lambda_=.5)),
+                         (_inputs(False), _config(max_abs_reward=1.)),
+                         (_inputs(False), _config(kl_cost=.3)),
+                         (_inputs(False), _config(target_entropy=.6))]:
+    assert abs(reference(inputs, config) - plain) > 1e-4
+
+
+def test_compute_loss_in_tf_function_matches_eager():
+  weights, inputs = _weights(), _inputs(True)
+  config = _config(.5, 1., .3, .6)
+  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
+  agent = FakeAgent(weights)
+  loss_fn = tf.function(lambda: learner.compute_loss(
+      _distribution(), agent, (), prev_actions, env_outputs, agent_outputs,
+      lambda: tf.constant(ENTROPY_COST), config))
+  total, metrics = loss_fn()
+  expected_total, expected, _ = _numpy_loss(weights, inputs, ENTROPY_COST, config)
+  np.testing.assert_allclose(total.numpy(), expected_total, rtol=1e-5, atol=1e-6)
+  for name, value in expected.items():
+    np.testing.assert_allclose(metrics[name].numpy(), value, rtol=1e-5, atol=1e-6,
+                               err_msg=name)
+
+
+@pytest.mark.parametrize('target_entropy', [None, .6])
+def test_gradients_flow(target_entropy):
+  weights, inputs = _weights(), _inputs(True)
+  config = _config(.5, 1., .3, target_entropy)
+  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
+  agent = FakeAgent(weights)
+  entropy_cost = learner.EntropyCost(ENTROPY_COST, adjustment_speed=2.)
+  variables = list(agent.trainable_variables) + [entropy_cost.param]
+  with tf.GradientTape() as tape:
+    total, metrics = learner.compute_loss(_distribution(), agent, (), prev_actions, env_outputs,
+                                          agent_outputs, entropy_cost, config)
+  *agent_gradients, param_gradient = tape.gradient(total, variables)
+
+  assert len(agent_gradients) == 4
+  for variable, gradient in zip(agent.trainable_variables, agent_gradients):
+    assert gradient is not None, variable.name
+    gradient = tf.convert_to_tensor(gradient).numpy()  # The gather gives IndexedSlices.
+    assert np.isfinite(gradient).all(), variable.name
+    assert np.abs(gradient).max() > 1e-6, variable.name
+
+  assert param_gradient is not None
+  np.testing.assert_allclose(metrics['policy/entropy_cost'].numpy(), ENTROPY_COST, rtol=1e-5)
+  if target_entropy is None:
+    assert param_gradient.numpy() == 0.
+  else:
+    # d/dparam of exp(m * param) * (entropy - target) with the entropy held fixed.
+    expected = 2. * ENTROPY_COST * (metrics['policy/entropy'].numpy() - target_entropy)
+    assert abs(expected) > 1e-4
+    np.testing.assert_allclose(param_gradient.numpy(), expected, rtol=1e-4)

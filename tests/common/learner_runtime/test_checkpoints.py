@@ -1,0 +1,129 @@
+"""Tests of the runtime's checkpoints and of the policy every agent exports."""
+
+import types
+
+import gymnasium
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.agents.r2d2 import learner as r2d2_learner
+from seed_rl.agents.vtrace import learner as vtrace_learner
+from seed_rl.agents.vtrace import networks as vtrace_networks
+from seed_rl.common import specs
+from seed_rl.common.learner_runtime import checkpoints
+from seed_rl.common.learner_runtime import runtime
+from seed_rl.environments.gym import env as gym_env
+from seed_rl.environments.gym import networks as gym_networks
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _config(logdir, **overrides):
+  values = dict(logdir=str(logdir), init_checkpoint=None, save_checkpoint_secs=3600)
+  values.update(overrides)
+  return types.SimpleNamespace(**values)
+
+
+class _Model(tf.Module):
+
+  def __init__(self, value):
+    super().__init__()
+    self.weight = tf.Variable(value)
+    self.iterations = tf.Variable(0, dtype=tf.int64)
+
+
+def _checkpointer(model, config):
+  export = checkpoints.PolicyExport(model, lambda a, e, s: (a, s), lambda n: tf.zeros([n]),
+                                    _export_specs())
+  return checkpoints.Checkpointer({'model': model}, export, model.iterations, config)
+
+
+def _export_specs():
+  return types.SimpleNamespace(action=tf.TensorSpec([], tf.int32),
+                               env_output=tf.TensorSpec([2], tf.float32),
+                               agent_state=tf.TensorSpec([], tf.float32))
+
+
+def test_checkpoint_continuity_across_restarts(tmp_path):
+  first = _Model(1.)
+  checkpointer = _checkpointer(first, _config(tmp_path))
+  assert (tmp_path / 'checkpoint').exists() is False
+  checkpointer.maybe_save()  # A fresh learner saves at once.
+  first.weight.assign(5.)
+  first.iterations.assign(3)
+  checkpointer.save()
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-3')
+  assert (tmp_path / 'saved_model' / 'saved_model.pb').exists()
+
+  second = _Model(0.)
+  resumed = _checkpointer(second, _config(tmp_path))
+  assert second.weight.numpy() == 5. and second.iterations.numpy() == 3
+  resumed.maybe_save()  # A resumed learner waits a whole period before its next save.
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-3')
+
+
+def test_init_checkpoint_is_used_only_when_the_logdir_has_none(tmp_path):
+  source = _Model(7.)
+  source.iterations.assign(2)
+  _checkpointer(source, _config(tmp_path / 'source')).save()
+  init = tf.train.latest_checkpoint(str(tmp_path / 'source'))
+
+  started = _Model(0.)
+  _checkpointer(started, _config(tmp_path / 'run', init_checkpoint=init))
+  assert started.weight.numpy() == 7.
+  started.weight.assign(9.)
+  _checkpointer(started, _config(tmp_path / 'run')).save()
+
+  restarted = _Model(0.)
+  _checkpointer(restarted, _config(tmp_path / 'run', init_checkpoint=init))
+  assert restarted.weight.numpy() == 9.
+
+
+def _cartpole_agent(agent):
+  config = types.SimpleNamespace(env_name='CartPole-v1')
+  strategy = tf.distribute.OneDeviceStrategy('/cpu:0')
+  return runtime.create_agent(agent, gym_env.create_environment, strategy, config)
+
+
+def _vtrace_agent():
+  config = types.SimpleNamespace(entropy_cost=0.01, entropy_cost_adjustment_speed=10.,
+                                 num_eval_envs=0)
+  return vtrace_learner.VTraceAgent(
+      lambda unused_action_space, unused_observation_space, dist: vtrace_networks.MLPandLSTM(
+          dist, mlp_sizes=[8], lstm_sizes=[4]), config)
+
+
+def _r2d2_agent():
+  config = types.SimpleNamespace(burn_in=2, clip_norm=40., n_steps=3,
+                                 value_function_rescaling_epsilon=1e-3)
+  return r2d2_learner.R2D2Agent(
+      lambda unused_specs, num_actions: gym_networks.RecurrentQNetwork(num_actions, [8], 4),
+      config)
+
+
+@pytest.mark.parametrize('make_agent', [_vtrace_agent, _r2d2_agent])
+def test_every_agent_exports_a_policy_that_runs_without_the_learner(tmp_path, make_agent):
+  agent = make_agent()
+  agent_specs = _cartpole_agent(agent)
+  export = checkpoints.PolicyExport(agent.network, agent.policy, agent.initial_state,
+                                    agent_specs)
+  tf.saved_model.save(export, str(tmp_path / 'saved_model'))
+  loaded = tf.saved_model.load(str(tmp_path / 'saved_model'))
+
+  batch = 3
+  env_outputs = specs.zeros_for(agent_specs.env_output, batch)
+  env_outputs = env_outputs._replace(
+      observation=tf.constant(np.random.RandomState(0).randn(batch, 4), tf.float32))
+  prev_actions = tf.constant([0, 1, 0], agent_specs.action.dtype)
+  state = loaded.initial_state(batch)
+  outputs, new_state = loaded.get_action(prev_actions, env_outputs, state)
+  expected_outputs, expected_state = agent.policy(prev_actions, env_outputs,
+                                                  agent.initial_state(batch))
+  assert outputs[0].shape == [batch] and outputs[0].dtype == agent_specs.action.dtype
+  assert np.all((outputs[0].numpy() >= 0) & (outputs[0].numpy() < 2))
+  # Everything but the (sampled) V-trace action is deterministic.
+  for got, expected in zip(tf.nest.flatten((outputs[1:], new_state)),
+                           tf.nest.flatten((expected_outputs[1:], expected_state))):
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+  assert gymnasium.spaces.Discrete(2).contains(int(outputs[0][0]))

@@ -1,0 +1,127 @@
+"""A new agent plugged into the learner runtime, trained in-process against a real gRPC actor.
+
+`A2CAgent` is the "Bring your own agent" example of the README: keep the two in step.
+"""
+
+import threading
+import time
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl import grpc
+from seed_rl.agents.vtrace import networks
+from seed_rl.common import env_wrappers
+from seed_rl.common import learner_runtime
+from seed_rl.common import parametric_distribution
+from seed_rl.common import tensors
+from seed_rl.common.structures import EnvOutput
+from seed_rl.environments.gym import env as gym_env
+from tests.common.summaries import read_scalars
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def a2c_loss(distribution, network, unrolls, discounting):
+  """Advantage actor-critic loss of batch-major unrolls (on-policy: no correction)."""
+  agent_state = unrolls.agent_state
+  unrolls = tensors.make_time_major(unrolls._replace(agent_state=()))
+  outputs, _ = network(unrolls.prev_actions, unrolls.env_outputs, agent_state, unroll=True)
+  values, bootstrap = outputs.baseline[:-1], outputs.baseline[-1]
+  discounts = tf.cast(~unrolls.env_outputs.done[1:], tf.float32) * discounting
+  returns = tf.scan(lambda future, step: step[0] + step[1] * future,
+                    (unrolls.env_outputs.reward[1:], discounts), bootstrap, reverse=True)
+  advantages = tf.stop_gradient(returns) - values
+  policy = distribution(outputs.policy_logits[:-1])
+  log_probs = policy.log_prob(unrolls.agent_outputs.action[:-1])
+  policy_loss = -tf.reduce_mean(log_probs * tf.stop_gradient(advantages))
+  value_loss = 0.5 * tf.reduce_mean(tf.square(advantages))
+  entropy = tf.reduce_mean(policy.entropy())
+  loss = policy_loss + value_loss - 0.01 * entropy
+  return loss, {'losses/policy': policy_loss, 'losses/value': value_loss,
+                'policy/entropy': entropy}
+
+
+class A2CAgent(learner_runtime.LearnerAgent):
+  """Advantage actor-critic: sampled actions, one step per `batch_size` queued unrolls."""
+  name = 'A2C'
+
+  def create_networks(self, action_space, observation_space, env_output_specs):
+    self.distribution = (
+        parametric_distribution.get_parametric_distribution_for_action_space(action_space))
+    self.network = networks.MLPandLSTM(self.distribution, mlp_sizes=[32])
+
+  def policy(self, prev_actions, env_outputs, agent_state):
+    return self.network(prev_actions, env_outputs, agent_state)
+
+  def training_step(self, minimize, iteration):
+    minimize(self.unroll_queue.dequeue_many(self.config.batch_size))
+
+  def compute_loss(self, unrolls):
+    return a2c_loss(self.distribution, self.network, unrolls, self.config.discounting)
+
+
+def _config(tmp_path, **overrides):
+  values = dict(
+      env_name='CartPole-v1', logdir=str(tmp_path / 'logdir'), init_checkpoint=None,
+      server_address=f'unix:{tmp_path}/learner.sock', num_envs=4, env_batch_size=4,
+      inference_batch_size=4, num_eval_envs=0, batch_size=2, unroll_length=10,
+      unroll_queue_max_size=4, total_environment_frames=800, num_action_repeats=1,
+      save_checkpoint_secs=3600, log_episode_frequency=1, discounting=0.99, seed=1,
+      num_training_tpus=1)
+  values.update(overrides)
+  return types.SimpleNamespace(**values)
+
+
+def _act(config):
+  """Steps the environments through the learner until it stops serving."""
+  client = grpc.Client(config.server_address)
+  env = env_wrappers.BatchedEnvironment(gym_env.create_environment, config.env_batch_size, 0,
+                                        config)
+  n = config.env_batch_size
+  env_ids, run_ids = np.arange(n, dtype=np.int32), np.arange(1, n + 1, dtype=np.int64)
+  observation, reward, done = env.reset(), np.zeros(n, np.float32), np.zeros(n, bool)
+  try:
+    while True:
+      env_output = EnvOutput(reward, done, observation, np.zeros(n, bool), np.zeros(n, np.int32))
+      try:
+        action = client.inference(env_ids, run_ids, env_output, reward)
+      except (grpc.UnavailableError, grpc.CancelledError, tf.errors.UnavailableError,
+              tf.errors.CancelledError):
+        return
+      observation, reward, done, _ = env.step(action)
+      observation = env.reset_if_done(done)
+  finally:
+    env.close()
+    client.close()
+
+
+def _create_optimizer(unused_final_iteration):
+  return tf.keras.optimizers.Adam(1e-3), lambda iteration: 1e-3
+
+
+def test_a_new_agent_trains_through_the_runtime(tmp_path):
+  config = _config(tmp_path)
+  learner = threading.Thread(target=learner_runtime.run, daemon=True, args=(
+      A2CAgent(config), gym_env.create_environment, _create_optimizer, config))
+  learner.start()
+  actor = threading.Thread(target=_act, args=(config,), daemon=True)
+  actor.start()
+  learner.join(180)
+  actor.join(30)
+  assert not learner.is_alive() and not actor.is_alive()
+  # 800 frames in iterations of 2 unrolls of 10 steps: 40 iterations, then a final checkpoint.
+  assert tf.train.latest_checkpoint(config.logdir).endswith('ckpt-40')
+  exported = tf.saved_model.load(f'{config.logdir}/saved_model')
+  assert exported.initial_state(2) == ()
+  deadline = time.time() + 10
+  while 'losses/value' not in read_scalars(config.logdir) and time.time() < deadline:
+    time.sleep(0.2)
+  scalars = read_scalars(config.logdir)
+  assert {'losses/policy', 'losses/value', 'policy/entropy', 'gradient_norm_before_clip',
+          'learning_rate', 'episode_return', 'timing/training_step_secs',
+          'timing/minimize_secs'} <= set(scalars)
+  assert [step for step, _ in scalars['timing/minimize_secs']] == [400, 800]
+  assert all(np.isfinite(value) for _, value in scalars['losses/value'])

@@ -1,0 +1,75 @@
+"""Tests of the runtime's episode statistics: counting in the inference step, reporting."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.common.learner_runtime import episodes
+from seed_rl.common.structures import EnvOutput
+from tests.common.summaries import read_scalars
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _step(stats, env_ids, rewards, raw_rewards, done, repeats=4):
+  n = len(env_ids)
+  env_outputs = EnvOutput(tf.constant(rewards, tf.float32), tf.constant(done),
+                          tf.zeros([n, 1]), tf.zeros([n], tf.bool), tf.zeros([n], tf.int32))
+  stats.update(tf.constant(env_ids, tf.int32), env_outputs, tf.constant(raw_rewards, tf.float32),
+               repeats)
+
+
+def test_episode_ends_with_the_reward_that_comes_with_done():
+  stats = episodes.EpisodeStats(num_envs=3)
+  # First steps of env 0 and 2 (reward 0), then three more steps of env 0, the last with done:
+  # its reward (5) is the old episode's last one; the episode had 3 actions of 4 frames.
+  _step(stats, [0, 2], [0., 0.], [0., 0.], [False, False])
+  _step(stats, [0], [1.], [10.], [False])
+  _step(stats, [0], [2.], [20.], [False])
+  assert stats.dequeue_finished().env_ids.tolist() == []
+  _step(stats, [0, 2], [5., 7.], [50., 70.], [True, False])
+  finished = stats.dequeue_finished()
+  assert finished.env_ids.tolist() == [0]
+  assert finished.episode_returns.tolist() == [8.]
+  assert finished.episode_raw_returns.tolist() == [80.]
+  assert finished.episode_num_frames.tolist() == [12]
+  assert stats.dequeue_finished().env_ids.tolist() == []  # Each episode is reported once.
+
+
+def test_reset_forgets_the_running_episode_of_a_restarted_actor():
+  stats = episodes.EpisodeStats(num_envs=2)
+  _step(stats, [0, 1], [3., 3.], [3., 3.], [False, False])
+  stats.reset(tf.constant([1]))
+  _step(stats, [0, 1], [1., 1.], [1., 1.], [True, True])
+  finished = stats.dequeue_finished()
+  assert finished.env_ids.tolist() == [0, 1]
+  assert finished.episode_returns.tolist() == [4., 1.]
+  assert finished.episode_num_frames.tolist() == [4, 0]
+
+
+def _infos(env_ids, returns):
+  n = len(env_ids)
+  return episodes.EpisodeInfo(np.full(n, 8), np.array(returns, np.float32),
+                              np.array(returns, np.float32) * 10, np.array(env_ids))
+
+
+def test_reporter_groups_training_episodes_and_reports_eval_ones_apart(tmp_path, monkeypatch):
+  writer = tf.summary.create_file_writer(str(tmp_path))
+  reporter = episodes.EpisodeReporter(num_training_envs=3, log_episode_frequency=2)
+  logged = []
+  monkeypatch.setattr(episodes.logging, 'info', lambda message, *args: logged.append(
+      message % args))
+  with writer.as_default(step=7):
+    reporter.report(_infos([0, 3, 1, 2], [1., 100., 3., 5.]), iteration=2)
+    reporter.report(_infos([1], [7.]), iteration=3)  # Completes the pending group.
+  writer.flush()
+  scalars = read_scalars(tmp_path)
+  assert [value for _, value in scalars['episode_return']] == [2., 6.]
+  assert [value for _, value in scalars['episode_raw_return']] == [20., 60.]
+  assert [value for _, value in scalars['episode_num_frames']] == [8., 8.]
+  assert [value for _, value in scalars['eval/episode_return']] == [100.]
+  lines = [line for line in logged if line.startswith('Return:')]
+  assert len(lines) == 5
+  assert 'Env id: 3 (eval) Iteration: 2' in lines[1]
+  assert lines[4].startswith('Return: 7.000000 Raw return: 70.000000 Frames: 8 Env id: 1 '
+                             '(training) Iteration: 3')

@@ -1,0 +1,65 @@
+"""Tests of seed_rl.common.progress_logger."""
+
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.common import progress_logger
+from tests.common.summaries import read_scalars
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.timeout(60)
+def test_progress_logger_writes_step_values_and_speed(tmp_path):
+  writer = tf.summary.create_file_writer(str(tmp_path))
+  logger = progress_logger.ProgressLogger(writer, initial_period=0.05, starting_step=100)
+  callbacks = []
+  logger.start(lambda: callbacks.append(1))
+
+  @tf.function
+  def train_step(x):
+    session = logger.log_session()
+    logger.log(session, 'loss', x * 2)
+    logger.log(session, 'mean', tf.constant([1., 3.]))
+    logger.step_end(session, step_increment=10)
+
+  train_step(tf.constant(1.5))
+  assert logger.step_cnt.numpy() == 110
+  np.testing.assert_allclose(logger.ready_values.numpy(), [3., 2.])
+  deadline = time.time() + 20
+  while not callbacks and time.time() < deadline:
+    time.sleep(0.02)
+  train_step(tf.constant(2.))
+  time.sleep(0.3)
+  logger.shutdown()
+  writer.flush()
+  assert callbacks
+
+  scalars = read_scalars(tmp_path)
+  assert scalars['loss'][0] == (110, 3.0)
+  assert scalars['loss'][-1] == (120, 4.0)
+  assert scalars['mean'][0] == (110, 2.0)
+  assert scalars['speed/steps_per_sec'] and scalars['speed/steps_per_sec'][0][0] == 120
+
+
+def test_progress_logger_requires_consistent_sessions():
+  logger = progress_logger.ProgressLogger()
+  logger.step_end(logger.log_session_from_dict({'a': 1.}))
+  with pytest.raises(ValueError, match='same names'):
+    logger.step_end(logger.log_session_from_dict({'b': 1.}))
+
+
+@pytest.mark.timeout(30)
+def test_progress_logger_without_summary_writer_starts_logs_and_shuts_down():
+  logger = progress_logger.ProgressLogger(initial_period=0.01)
+  logger.start()
+  session = logger.log_session()
+  logger.log(session, 'loss', tf.constant(2.))
+  logger.step_end(session, step_increment=3)
+  time.sleep(0.1)
+  logger.shutdown()
+  assert logger.step_cnt.numpy() == 3 and logger.logger_thread is None
+  np.testing.assert_allclose(logger.ready_values.numpy(), [2.])

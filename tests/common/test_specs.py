@@ -1,0 +1,29 @@
+"""Tests of seed_rl.common.specs."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed_rl.common import specs
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.parametrize('space_fn, expected', [
+    (lambda s: s.Box(0, 255, (84, 84, 1), np.uint8), tf.TensorSpec([84, 84, 1], tf.uint8)),
+    (lambda s: s.Discrete(6), tf.TensorSpec([], tf.int64)),
+    (lambda s: s.MultiDiscrete([3, 3]), tf.TensorSpec([2], tf.int64)),
+    (lambda s: s.Tuple((s.Box(-1, 1, (2,)), s.Box(-1, 1, (3,)))), tf.TensorSpec([5], tf.float32)),
+])
+def test_tensor_spec_from_gym_space(space_fn, expected):
+  import gymnasium
+  spec = specs.tensor_spec_from_gym_space(space_fn(gymnasium.spaces), 'obs')
+  assert spec.shape == expected.shape and spec.dtype == expected.dtype and spec.name == 'obs'
+
+
+def test_tensor_spec_from_gym_space_rejects_unsupported_spaces():
+  import gymnasium
+  with pytest.raises(ValueError, match='1-D'):
+    specs.tensor_spec_from_gym_space(gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(2),)))
+  with pytest.raises(ValueError, match='no shape and dtype'):
+    specs.tensor_spec_from_gym_space(gymnasium.spaces.Dict({'a': gymnasium.spaces.Discrete(2)}))

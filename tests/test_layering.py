@@ -1,0 +1,54 @@
+"""The package's layering holds: grpc -> common -> agents -> environments, without loops.
+
+A module may import seed_rl modules of its own layer or of a lower one only; the flag modules
+of the agents are the way environments' entry points reach the agents.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'seed_rl'
+LAYERS = ['grpc', 'common', 'agents', 'environments']
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _layer(module: str) -> int:
+  parts = module.split('.')
+  return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else -1
+
+
+def _imports(path: pathlib.Path):
+  """Every seed_rl module that `path` imports, at any depth of the file."""
+  for node in ast.walk(ast.parse(path.read_text())):
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+      names = [node.module] + [f'{node.module}.{alias.name}' for alias in node.names]
+    else:
+      continue
+    yield from (name for name in names if name.startswith('seed_rl.'))
+
+
+def _module_name(path: pathlib.Path) -> str:
+  parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+  return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def test_no_module_imports_a_higher_layer():
+  violations = []
+  for path in sorted(PACKAGE.rglob('*.py')):
+    module = _module_name(path)
+    for imported in _imports(path):
+      if _layer(imported) > _layer(module):
+        violations.append(f'{module} imports {imported}')
+  assert not violations
+
+
+def test_layer_check_sees_imports_inside_functions(tmp_path):
+  path = tmp_path / 'module.py'
+  path.write_text('def f():\n  from seed_rl.agents.vtrace import networks\n')
+  assert list(_imports(path)) == ['seed_rl.agents.vtrace', 'seed_rl.agents.vtrace.networks']
+  assert _layer('seed_rl.agents.vtrace') > _layer('seed_rl.common.actor')
