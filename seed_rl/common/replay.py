@@ -3,6 +3,7 @@
 import os
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from seed_rl.common import env_state
@@ -115,3 +116,164 @@ def check_replay_memory(unroll_specs, replay_buffer_size: int) -> int:
         f'{bytes_per_unroll} bytes) but only {available / 1e9:.2f} GB of memory is available. '
         'Lower --replay_buffer_size (or --unroll_length / --burn_in).')
   return bytes_per_unroll
+
+
+def numpy_reward_fn(compute_reward, dtype=tf.float32):
+  """Wraps a numpy `compute_reward(achieved, desired)` into the TF callable replay expects.
+
+  `HindsightExperienceReplay` calls its `compute_reward_fn` inside a `tf.function` with
+  tensors, so a numpy reward (a GoalEnv's `compute_reward(achieved, desired, info)`) has to
+  go through `tf.numpy_function`, e.g.
+  `numpy_reward_fn(lambda a, d: env.compute_reward(a, d, {}))`. The result is cast to `dtype`
+  and gets the static shape `achieved.shape[:-1]`.
+  """
+
+  def reward_fn(achieved_goal, desired_goal):
+    rewards = tf.numpy_function(
+        lambda a, d: np.asarray(compute_reward(a, d), dtype.as_numpy_dtype),
+        [achieved_goal, desired_goal], dtype, stateful=False)
+    rewards.set_shape(achieved_goal.shape[:-1])
+    return rewards
+
+  return reward_fn
+
+
+class HindsightExperienceReplay(PrioritizedReplay):
+  """Prioritized replay of windows of unrolls with Hindsight Experience Replay.
+
+  HER (Andrychowicz et al. 2017) turns failed goal-conditioned episodes into useful learning
+  signal: a transition is replayed as if the goal had been a goal the agent actually achieved
+  later, so sparse rewards become frequent. This buffer implements the `future` strategy of
+  the paper on fixed windows, as the original SEED RL's does for SAC (`--her_window_length`).
+
+  Each stored item is an `Unroll(agent_state, prev_actions, env_outputs, agent_outputs)`
+  whose leaves other than `agent_state` are windows of `H + 1` steps (`[H + 1, ...]` per item)
+  and whose `env_outputs` is an `EnvOutput` with a GoalEnv observation, a dict with the keys
+  `observation`, `achieved_goal` and `desired_goal` (goals `[H + 1, ..., goal_dim]`).
+
+  `sample` draws items like `PrioritizedReplay.sample` (same indices and importance weights),
+  then for every item:
+    1. For each step t it draws a future step f uniformly in `[min(t + 1, H), H]` and, with
+       probability `substitution_probability` and only where `done[t]` is False, replaces
+       `desired_goal[t]` by `achieved_goal[f]`. Hindsight goals come from later steps of the
+       same window, not necessarily of the same episode (as in the original).
+    2. The reward at step t >= 1 belongs to the transition t-1 -> t, so it is recomputed from
+       `achieved_goal[t]` and `desired_goal[t-1]`. The new reward is
+       `reward[t] + compute_reward_fn(achieved[t], new_desired[t-1])
+                   - compute_reward_fn(achieved[t], desired[t-1])`
+       where `done[t]` is False (that reward is the last one of the previous episode, which
+       cannot be recomputed from `achieved_goal[t]`), and the stored `reward[t]` elsewhere and
+       at t = 0. Adding the difference keeps any reward shaping of the stored reward that
+       does not depend on the goal; without substitution the stored rewards come back
+       unchanged.
+    3. It keeps a uniformly random contiguous sub-window of `unroll_length + 1` steps (one
+       start per item, shared by all its leaves); `agent_state` is returned as stored.
+
+  `compute_reward_fn(achieved_goal, desired_goal)` is a TensorFlow callable: it gets float
+  tensors `[n, H, ..., goal_dim]` inside a `tf.function` and returns rewards `[n, H, ...]`.
+  Wrap a numpy reward such as a GoalEnv's `compute_reward(achieved, desired, info)` with
+  `numpy_reward_fn(lambda a, d: env.compute_reward(a, d, {}))`.
+
+  Not thread-safe: the learner inserts and samples from one thread.
+  """
+
+  def __init__(self, size: int, specs, importance_sampling_exponent: float,
+               compute_reward_fn, unroll_length: int, substitution_probability: float,
+               name: str = 'HindsightExperienceReplay'):
+    if not callable(compute_reward_fn):
+      raise ValueError(  # noqa: TRY004 (argument errors of this class are ValueErrors)
+          f'compute_reward_fn must be callable, got {compute_reward_fn!r}.')
+    if not 0.0 <= substitution_probability <= 1.0:
+      raise ValueError('substitution_probability must be in [0, 1], got '
+                       f'{substitution_probability}.')
+    for field in ('agent_state', 'env_outputs'):
+      if not hasattr(specs, field) or not hasattr(specs, '_replace'):
+        raise ValueError('HindsightExperienceReplay stores Unroll(agent_state, prev_actions, '
+                         f'env_outputs, agent_outputs) namedtuples; specs lack `{field}`.')
+    observation = getattr(specs.env_outputs, 'observation', None)
+    if not isinstance(observation, dict) or not {'achieved_goal', 'desired_goal'} <= set(
+        observation):
+      raise ValueError('HindsightExperienceReplay needs a GoalEnv observation: a dict with the '
+                       f'keys `achieved_goal` and `desired_goal`, got {observation!r}.')
+    achieved, desired = observation['achieved_goal'], observation['desired_goal']
+    if achieved.shape != desired.shape or (achieved.shape.rank or 0) < 2:
+      raise ValueError('achieved_goal and desired_goal must have the same shape [H + 1, ..., '
+                       f'goal_dim], got {achieved.shape} and {desired.shape}.')
+    windowed = tf.nest.flatten(specs._replace(agent_state=()))
+    leading = {spec.shape[0] if spec.shape.rank else None for spec in windowed}
+    if len(leading) != 1 or None in leading:
+      raise ValueError('Every leaf of the stored unrolls except agent_state must have the '
+                       'same static leading window dimension H + 1; got shapes '
+                       f'{[s.shape.as_list() for s in windowed]}.')
+    window_length = leading.pop()
+    if window_length < 2:
+      raise ValueError(f'The stored windows need at least 2 steps (H >= 1), got {window_length}.')
+    horizon = window_length - 1
+    if not 1 <= unroll_length <= horizon:
+      raise ValueError(f'unroll_length must be in [1, H={horizon}] (the stored window holds '
+                       f'H + 1 = {window_length} steps), got {unroll_length}.')
+    super().__init__(size, specs, importance_sampling_exponent, name=name)
+    self._compute_reward_fn = compute_reward_fn
+    self._horizon = horizon
+    self._unroll_length = unroll_length
+    self._substitution_probability = float(substitution_probability)
+
+  @tf.Module.with_name_scope
+  def sample(self, num_samples: int, priority_exp: float):
+    """Samples like `PrioritizedReplay.sample`, then relabels goals and sub-samples windows.
+
+    Returns:
+      `(indices <int64>[n], importance weights <float32>[n], unrolls)` with the leaves of
+      `unrolls` other than `agent_state` of shape `[n, unroll_length + 1, ...]`.
+    """
+    indices, weights, unrolls = super().sample(num_samples, priority_exp)
+    return indices, weights, self.apply_hindsight(unrolls)
+
+  @tf.function
+  @tf.Module.with_name_scope
+  def apply_hindsight(self, unrolls):
+    """Substitutes goals, recomputes rewards and cuts sub-windows of a batch of windows."""
+    horizon, length = self._horizon, self._unroll_length
+    env_outputs = unrolls.env_outputs
+    achieved = env_outputs.observation['achieved_goal']
+    desired = env_outputs.observation['desired_goal']
+    done = tf.cast(env_outputs.done, tf.bool)
+    num = tf.shape(done)[0]
+
+    # Future step of every step t, uniform in [min(t + 1, H), H].
+    low = tf.minimum(tf.range(horizon + 1) + 1, horizon)
+    count = horizon + 1 - low
+    offsets = tf.cast(tf.random.uniform([num, horizon + 1]) * tf.cast(count, tf.float32),
+                      tf.int32)
+    future = low + tf.minimum(offsets, count - 1)
+    future_achieved = tf.gather(achieved, future, batch_dims=1)
+    substitute = tf.logical_and(
+        tf.random.uniform([num, horizon + 1]) < self._substitution_probability,
+        tf.logical_not(done))
+    mask = tf.reshape(substitute, tf.concat(
+        [tf.shape(substitute), tf.ones([desired.shape.rank - 2], tf.int32)], 0))
+    new_desired = tf.where(mask, tf.cast(future_achieved, desired.dtype), desired)
+
+    # Rewards of the transitions t-1 -> t for t >= 1, with the new and the stored goals (one
+    # call, so a numpy reward crosses into Python once).
+    both = self._compute_reward_fn(
+        tf.concat([achieved[:, 1:], achieved[:, 1:]], 0),
+        tf.concat([new_desired[:, :-1], desired[:, :-1]], 0))
+    reward = env_outputs.reward
+    both = tf.cast(both, reward.dtype)
+    new_rewards, old_rewards = both[:num], both[num:]
+    delta = tf.where(done[:, 1:], tf.zeros_like(new_rewards), new_rewards - old_rewards)
+    reward = tf.concat([reward[:, :1], reward[:, 1:] + delta], 1)
+
+    observation = dict(env_outputs.observation)
+    observation['desired_goal'] = new_desired
+    env_outputs = env_outputs._replace(
+        reward=reward, observation=type(env_outputs.observation)(observation))
+    unrolls = unrolls._replace(env_outputs=env_outputs)
+
+    # One random contiguous sub-window of `length + 1` steps per item.
+    start = tf.random.uniform([num], maxval=horizon - length + 1, dtype=tf.int32)
+    steps = start[:, tf.newaxis] + tf.range(length + 1)[tf.newaxis]
+    windows = tf.nest.map_structure(lambda x: tf.gather(x, steps, batch_dims=1),
+                                    unrolls._replace(agent_state=()))
+    return windows._replace(agent_state=unrolls.agent_state)
