@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the test suite. On first use creates .venv and installs seed_rl with its test extra and
-# gfootball (SEED_RL_SKIP_FOOTBALL=1: without gfootball, its tests skip); later runs skip pip
-# unless setup.py changed. Arguments go to pytest, e.g.
+# Runs the test suite. On first use creates .venv and installs seed_rl with its test extra (which
+# includes the mujoco extra) and gfootball (SEED_RL_SKIP_FOOTBALL=1: without gfootball, its tests
+# skip); later runs skip pip unless setup.py changed. Arguments go to pytest, e.g.
 #   ./run_tests.sh tests/common -k vtrace
 set -euo pipefail
 cd "$(dirname "$0")"

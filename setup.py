@@ -20,13 +20,21 @@ CORE_REQUIRES = [
     'opencv-python-headless>=4.9',
 ]
 
+# MuJoCo for Gymnasium's v5 ids (HalfCheetah-v5, Hopper-v5, ...): mujoco 3.2 and 4.0 tested
+# with gymnasium 1.x (v5 needs >= 2.3.3; mujoco-py, the original's v2 ids, is unmaintained).
+# gymnasium's MuJoCo renderer imports imageio.
+MUJOCO_REQUIRES = ['mujoco>=3.2,<5', 'imageio>=2.14.1']
+
 EXTRAS = {
     # gfootball 2.10.2 is built from source by seed_rl/environments/football/install.sh
     # (it needs apt packages and --no-build-isolation), so only its runtime pins live here.
     'football': ['psutil', 'gym==0.25.2'],
     # DeepMind Lab has no installable wheel; docker/Dockerfile.dmlab builds it from source.
     'dmlab': [],
+    'mujoco': MUJOCO_REQUIRES,
     'test': [
+        # tests/environments/mujoco run the MuJoCo envs: the mujoco extra is part of the tests'.
+        *MUJOCO_REQUIRES,
         'pytest>=8',
         'pytest-timeout>=2.3',
         'hypothesis>=6.100',

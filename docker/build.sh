@@ -3,7 +3,8 @@
 #
 #   docker/build.sh ENV [docker build options ...]
 #
-# ENV: atari | football | dmlab (gym: the atari image, which also runs the gym environments).
+# ENV: atari | football | dmlab | mujoco (gym: the atari image, which also runs the gym
+# environments).
 # The build context is the repository root, trimmed by docker/Dockerfile.ENV.dockerignore.
 # Options go to `docker build`, e.g. --build-arg BASE_IMAGE=tensorflow/tensorflow:2.21.0
 # (a CPU base) or --no-cache. Environment: SEED_RL_IMAGE overrides the tag (default seed_rl:ENV).
@@ -13,7 +14,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 source "$ROOT/docker/common.sh"
 
 if [ $# -lt 1 ] || ! IMAGE_ENV="$(seed_rl_image_env "$1")"; then
-  echo "Usage: $0 ENV [docker build options ...]   (ENV: atari | football | dmlab | gym)" >&2
+  echo "Usage: $0 ENV [docker build options ...]   (ENV: atari | football | dmlab | mujoco | gym)" >&2
   exit 2
 fi
 shift

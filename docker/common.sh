@@ -3,11 +3,11 @@
 # image serves an environment, and a clear error where no Docker engine can be reached.
 
 # Prints the image flavour (the X of docker/Dockerfile.X and of the tag seed_rl:X) for ENV:
-# atari, football and dmlab have their own image; the gym environments run in the atari image
-# (seed_rl's core dependencies are all they need). Returns 1 for any other ENV.
+# atari, football, dmlab and mujoco have their own image; the gym environments run in the atari
+# image (seed_rl's core dependencies are all they need). Returns 1 for any other ENV.
 seed_rl_image_env() {
   case "$1" in
-    atari|football|dmlab) echo "$1";;
+    atari|football|dmlab|mujoco) echo "$1";;
     gym) echo atari;;
     *) return 1;;
   esac

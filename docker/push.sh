@@ -19,7 +19,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 source "$ROOT/docker/common.sh"
 
 if [ $# -ne 1 ] || ! IMAGE_ENV="$(seed_rl_image_env "$1")"; then
-  echo "Usage: $0 ENV   (ENV: atari | football | dmlab | gym)" >&2
+  echo "Usage: $0 ENV   (ENV: atari | football | dmlab | mujoco | gym)" >&2
   exit 2
 fi
 LOCAL_IMAGE="${SEED_RL_IMAGE:-seed_rl:$IMAGE_ENV}"

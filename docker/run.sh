@@ -28,7 +28,7 @@ source "$ROOT/docker/common.sh"
 
 if [ $# -lt 3 ] || ! IMAGE_ENV="$(seed_rl_image_env "$1")"; then
   echo "Usage: $0 ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]" >&2
-  echo "  ENV: atari | football | dmlab | gym; the rest as for run_local.sh" >&2
+  echo "  ENV: atari | football | dmlab | mujoco | gym; the rest as for run_local.sh" >&2
   exit 2
 fi
 IMAGE="${SEED_RL_IMAGE:-seed_rl:$IMAGE_ENV}"

@@ -55,8 +55,9 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_string('environment', 'football',
                     'Environment package under seed_rl.environments: atari, football, dmlab, '
-                    'gym.')
-flags.DEFINE_string('agent', 'vtrace', 'Agent: vtrace or r2d2 (its <agent>_main module runs).')
+                    'gym, mujoco.')
+flags.DEFINE_string('agent', 'vtrace',
+                    'Agent: vtrace, r2d2 or sac (its <agent>_main module runs).')
 flags.DEFINE_integer('actors_per_worker', 1, 'Actor processes on each actor host.')
 flags.DEFINE_integer('env_batch_size', 1, 'Environments per actor process.')
 flags.DEFINE_integer('workers', None,

@@ -3,8 +3,20 @@
 # with the requested extras. pip runs only when setup.py, the extras or the Python changed since
 # the last successful install, so a second call costs well under a second.
 #
-# Usage: source scripts/ensure_venv.sh EXTRA[,EXTRA...]   (e.g. "test" or "" for the core only)
-# Sets SEED_RL_PYTHON to the venv's python.
+# Usage: source scripts/ensure_venv.sh; seed_rl_ensure_venv EXTRA[,EXTRA...]   (e.g. "test" or
+# "" for the core only). Sets SEED_RL_PYTHON to the venv's python.
+#        seed_rl_env_extras ENV   prints the extras an environment needs ("" for none).
+
+# The setup.py extras of an environment's entry points, the one place that knows them (for
+# run_local.sh and the Docker images, docker/install_seed_rl.sh). Football and DeepMind Lab are
+# installed by their own recipes (seed_rl/environments/football/install.sh,
+# docker/Dockerfile.dmlab), not by pip extras.
+seed_rl_env_extras() {
+  case "$1" in
+    mujoco) echo mujoco;;
+    *) echo "";;
+  esac
+}
 
 seed_rl_ensure_venv() {
   local extras="$1"

@@ -34,7 +34,7 @@ def _path_without_docker(tmp_path):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize('script, args', [
-    ('build.sh', []), ('build.sh', ['mujoco']), ('push.sh', []), ('push.sh', ['atari', 'x']),
+    ('build.sh', []), ('build.sh', ['pong']), ('push.sh', []), ('push.sh', ['atari', 'x']),
     ('run.sh', ['atari', 'r2d2']), ('run.sh', ['pong', 'r2d2', '4']),
 ])
 def test_usage_errors(script, args):
@@ -46,7 +46,7 @@ def test_usage_errors(script, args):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize('script, args', [
     ('build.sh', ['atari']), ('build.sh', ['gym']), ('run.sh', ['football', 'vtrace', '4']),
-    ('push.sh', ['dmlab']),
+    ('push.sh', ['dmlab']), ('build.sh', ['mujoco']), ('run.sh', ['mujoco', 'sac', '2']),
 ])
 def test_no_reachable_engine_is_a_clear_error(script, args):
   result = _run(script, *args, env=dict(NO_ENGINE, PROJECT_ID='p'))
@@ -68,3 +68,39 @@ def test_push_needs_a_project(tmp_path):
                                          'PROJECT_ID': ''})
   assert result.returncode == 1
   assert 'set PROJECT_ID or IMAGE_URI' in result.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('environment, extras', [('mujoco', 'mujoco'), ('atari', ''),
+                                                  ('gym', ''), ('football', ''),
+                                                  ('dmlab', '')])
+def test_the_extras_each_environment_installs(environment, extras):
+  """run_local.sh and the images (docker/install_seed_rl.sh) install ENV's setup.py extras."""
+  command = ('source scripts/ensure_venv.sh && '
+             f'printf "[%s]" "$(seed_rl_env_extras {environment})"')
+  result = subprocess.run(['bash', '-c', command], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30, check=False)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout == f'[{extras}]'
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('args', [[], ['deps'], ['package'], ['package', 'mujoco', 'extra'],
+                                  ['deps', 'dir', 'mujoco', 'x'], ['other', 'x']])
+def test_install_seed_rl_usage_errors(args):
+  result = _run('install_seed_rl.sh', *args)
+  assert result.returncode == 2
+  assert 'Usage:' in result.stderr
+
+
+@pytest.mark.timeout(30)
+def test_the_mujoco_image_installs_the_mujoco_extra_and_checks_an_env_steps():
+  dockerfile = (ROOT / 'docker' / 'Dockerfile.mujoco').read_text()
+  assert 'install_seed_rl.sh deps /tmp/seed_rl_deps mujoco' in dockerfile
+  assert 'install_seed_rl.sh package mujoco' in dockerfile
+  assert "create_environment('HalfCheetah-v5')" in dockerfile
+  # The layers before the extra are those of the other images (built once per machine).
+  shared = (ROOT / 'docker' / 'Dockerfile.atari').read_text()
+  start = shared.index('ARG BASE_IMAGE')
+  end = shared.index('# seed_rl itself')
+  assert shared[start:end].rstrip() in dockerfile

@@ -71,7 +71,8 @@ def test_the_repository_has_the_scripts_and_dockerfiles_it_should():
                  'docker/push.sh', 'docker/run.sh', 'gcp/setup.sh', 'gcp/train_atari.sh']:
     assert script in SHELL_SCRIPTS
   assert DOCKERFILES == ['docker/Dockerfile.atari', 'docker/Dockerfile.dmlab',
-                         'docker/Dockerfile.football']
+                         'docker/Dockerfile.football', 'docker/Dockerfile.mujoco']
+  assert 'gcp/train_mujoco.sh' in SHELL_SCRIPTS
 
 
 @pytest.mark.timeout(60)

@@ -49,7 +49,8 @@ class UniformBoundActionSpaceWrapper(gymnasium.Wrapper):
 
   def step(self, action):
     action = np.asarray(action, np.float32)
-    if action.size and np.abs(action).max() >= 1.00001:
+    # Written so that NaN fails the check too.
+    if not np.all(np.abs(action) < 1.00001):
       raise ValueError(
           f'Action {action} is outside [-1, 1] (UniformBoundActionSpaceWrapper)')
     action = np.clip(action, -1.0, 1.0)

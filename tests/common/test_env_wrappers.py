@@ -252,6 +252,10 @@ def test_uniform_bound_action_space_wrapper():
   assert inner.actions[2].dtype == np.float32
   with pytest.raises(ValueError, match='outside'):
     env.step(np.array([1.1, 0.], np.float32))
+  for bad in (np.nan, np.inf):
+    with pytest.raises(ValueError, match='outside'):
+      env.step(np.array([0., bad], np.float32))
+  assert len(inner.actions) == 3  # Nothing bad reached the environment.
 
   with pytest.raises(TypeError, match='Box'):
     env_wrappers.UniformBoundActionSpaceWrapper(gymnasium.make('CartPole-v1'))
