@@ -3,7 +3,7 @@
 #
 #   ./run_local.sh [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
 #
-# ENV: atari | football | dmlab | gym;  AGENT: vtrace | r2d2.
+# ENV: atari | football | dmlab | gym | mujoco;  AGENT: vtrace | r2d2 | sac.
 # The first run creates .venv and installs what ENV needs. With tmux and an interactive
 # terminal the processes run in a tmux session "seed_rl" (the original's layout); otherwise
 # they run in the background, one log per process under LOGDIR/logs, with a progress line
@@ -18,8 +18,8 @@ usage() {
   cat >&2 <<EOF
 Usage: $0 [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
   --docker        build the image of ENV and run in a container (needs a Docker engine)
-  ENV             atari | football | dmlab | gym
-  AGENT           vtrace | r2d2
+  ENV             atari | football | dmlab | gym | mujoco
+  AGENT           vtrace | r2d2 | sac
   NUM_ACTORS      number of actor processes (an integer, no leading zeros)
   ENV_BATCH_SIZE  environments per actor (default 1)
   --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1
@@ -29,6 +29,7 @@ Examples:
   $0 gym vtrace 2 --env_name=CartPole-v1
   $0 atari vtrace 4
   $0 atari r2d2 4 4
+  $0 mujoco vtrace 4 --env_name=Hopper-v5
   $0 --docker football vtrace 4
 EOF
   exit 1
@@ -44,9 +45,9 @@ ENV_BATCH_SIZE=1
 if [ $# -gt 0 ] && [[ "$1" != -* ]]; then ENV_BATCH_SIZE="$1"; shift; fi
 EXTRA_FLAGS=("$@")
 
-[[ "$ENVIRONMENT" =~ ^(atari|football|dmlab|gym)$ ]] || {
+[[ "$ENVIRONMENT" =~ ^(atari|football|dmlab|gym|mujoco)$ ]] || {
   echo "run_local.sh: unknown ENV '$ENVIRONMENT'" >&2; usage; }
-[[ "$AGENT" =~ ^(vtrace|r2d2)$ ]] || { echo "run_local.sh: unknown AGENT '$AGENT'" >&2; usage; }
+[[ "$AGENT" =~ ^(vtrace|r2d2|sac)$ ]] || { echo "run_local.sh: unknown AGENT '$AGENT'" >&2; usage; }
 [[ "$NUM_ACTORS" =~ ^(0|[1-9][0-9]*)$ ]] || {
   echo "run_local.sh: NUM_ACTORS must be a non-negative integer, got '$NUM_ACTORS'" >&2; usage; }
 [[ "$ENV_BATCH_SIZE" =~ ^[1-9][0-9]*$ ]] || {
@@ -102,7 +103,7 @@ If another Python has it, make .venv from that Python with access to its package
     seed_rl_ensure_venv ""
     check_dmlab "$SEED_RL_PYTHON"
     ;;
-  *) seed_rl_ensure_venv "";;
+  *) seed_rl_ensure_venv "$(seed_rl_env_extras "$ENVIRONMENT")";;  # mujoco: the mujoco extra
 esac
 PY="$SEED_RL_PYTHON"
 VENV_BIN="$(dirname "$PY")"

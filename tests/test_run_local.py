@@ -26,6 +26,8 @@ def _run_local(*args, timeout=60, env=None):
     (['gym', 'vtrace'], 'Usage:'),
     (['pong', 'vtrace', '2'], "unknown ENV 'pong'"),
     (['gym', 'ppo', '2'], "unknown AGENT 'ppo'"),
+    (['mujoco', 'ppo', '2'], "unknown AGENT 'ppo'"),
+    (['gym', 'sac', '2'], 'gym sac is not available yet'),
     (['gym', 'vtrace', '02'], "NUM_ACTORS must be a non-negative integer, got '02'"),
     (['gym', 'vtrace', '-1'], 'NUM_ACTORS must be a non-negative integer'),
     (['gym', 'vtrace', 'two'], 'NUM_ACTORS must be a non-negative integer'),
@@ -111,6 +113,28 @@ def test_run_local_atari_r2d2_completes_training_steps(tmp_path):
   assert 'Replay buffer: ' in learner_log
   # 4 new unrolls of 5 steps, 4 frames per step: 80 frames per training step.
   assert 'Training finished at iteration 10 (800 environment frames)' in learner_log
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize('agent, flags, iterations', [
+    ('vtrace', ['--unroll_length=10', '--batch_size=2'], 10),
+    ('sac', ['--batch_size=8', '--replay_ratio=2', '--mlp_size=16'], 50),
+])
+def test_run_local_mujoco_trains_on_half_cheetah(tmp_path, agent, flags, iterations):
+  logdir = tmp_path / 'logdir'
+  result = _run_local('mujoco', agent, '1', f'--logdir={logdir}',
+                      f'--server_address=unix:{tmp_path}/learner.sock',
+                      '--total_environment_frames=200', *flags, timeout=220)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+  assert 'training finished' in result.stdout
+  learner_log = (logdir / 'logs' / 'learner.log').read_text()
+  assert f'Training finished at iteration {iterations} (200 environment frames)' in learner_log
+  actor_log = (logdir / 'logs' / 'actor_0.log').read_text()
+  assert 'connected' in actor_log and 'Traceback' not in actor_log
+  # MuJoCo's warnings go to the log (not to MUJOCO_LOG.TXT in the working directory).
+  assert 'MuJoCo: compiler attribute' in actor_log
+  assert subprocess.run(['pgrep', '-f', '--', f'--logdir={logdir}'], capture_output=True,
+                        check=False).stdout == b''
 
 
 @pytest.mark.timeout(60)

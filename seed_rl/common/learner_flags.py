@@ -1,12 +1,13 @@
 """Flags every learner shares (names of the original SEED RL), defined once.
 
-Each agent's `learner_flags` module imports this one, defines its own flags and sets the
-defaults that differ between agents (`set_agent_defaults`), so that the agents' flag modules can
-be imported together: in a process that imports several, the agent imported last sets the
-shared flags' defaults.
+Each agent's `learner_flags` module imports this one, sets the defaults that differ between
+agents (`set_agent_defaults`) and defines its own flags with `define_agent_flag`, which defines a
+flag only once when several agents have it (e.g. `--entropy_cost`). So the agents' flag modules
+can be imported together: in a process that imports several, the agent imported last sets the
+defaults of the flags they share.
 """
 
-from typing import Any
+from typing import Any, Callable
 
 from absl import flags
 
@@ -38,3 +39,13 @@ def set_agent_defaults(**defaults: Any) -> None:
   """Sets the defaults of shared flags to an agent's values (e.g. `batch_size=64`)."""
   for name, value in defaults.items():
     flags.FLAGS.set_default(name, value)
+
+
+def define_agent_flag(define: Callable[..., Any], name: str, default: Any, help_text: str,
+                      **kwargs: Any) -> None:
+  """`define(name, default, help=help_text, **kwargs)` (e.g. `flags.DEFINE_float`), or, when
+  another agent's flag module defined `name` already, only sets its default to `default`."""
+  if name in flags.FLAGS:
+    flags.FLAGS.set_default(name, default)
+  else:
+    define(name, default, help=help_text, **kwargs)

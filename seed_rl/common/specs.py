@@ -1,19 +1,24 @@
 """TensorSpecs of what flows between actors and the learner, from the environment's spaces."""
 
-from typing import Optional
+import collections.abc
+from typing import Any, Optional
 
 import tensorflow as tf
 
 from seed_rl.common.structures import EnvOutput
 
 
-def tensor_spec_from_gym_space(space, name: Optional[str] = None) -> tf.TensorSpec:
+def tensor_spec_from_gym_space(space, name: Optional[str] = None) -> Any:
   """TensorSpec of the values of a gym(nasium) space.
 
   Spaces with a shape and dtype (Box, Discrete, MultiDiscrete, MultiBinary) map directly; a
-  Tuple of 1-D spaces maps to one float32 vector of their summed size.
+  Tuple of 1-D spaces maps to one float32 vector of their summed size; a Dict space (a GoalEnv's
+  observations) to a dict of the specs of its subspaces.
   """
   subspaces = getattr(space, 'spaces', None)
+  if isinstance(subspaces, collections.abc.Mapping):
+    return {key: tensor_spec_from_gym_space(subspace, key)
+            for key, subspace in subspaces.items()}
   if isinstance(subspaces, tuple):
     if not all(len(s.shape) == 1 for s in subspaces):
       raise ValueError(f'Only Tuple spaces of 1-D spaces are supported, got {space}.')

@@ -1,4 +1,4 @@
-"""Both agents' flag modules load in one process; the one imported last sets shared defaults."""
+"""Agents' flag modules load together in one process; the one imported last sets shared defaults."""
 
 import subprocess
 import sys
@@ -16,13 +16,15 @@ from seed_rl.agents.{second} import learner_flags
 FLAGS = flags.FLAGS
 FLAGS(['program'])
 print(FLAGS.batch_size, FLAGS.unroll_queue_max_size, FLAGS.discounting, FLAGS.entropy_cost,
-      FLAGS.burn_in)
+      FLAGS['burn_in'].value if 'burn_in' in FLAGS else None)
 '''
 
 
 @pytest.mark.parametrize('first, second, expected', [
     ('vtrace', 'r2d2', '64 100 0.997 0.00025 40'),
     ('r2d2', 'vtrace', '32 1 0.99 0.00025 40'),
+    ('vtrace', 'sac', '256 100 0.99 0.01 None'),
+    ('sac', 'vtrace', '32 1 0.99 0.00025 None'),
 ])
 def test_both_learner_flag_modules_import_together(first, second, expected):
   result = subprocess.run([sys.executable, '-c', _PROGRAM.format(first=first, second=second)],

@@ -26,4 +26,15 @@ def test_tensor_spec_from_gym_space_rejects_unsupported_spaces():
   with pytest.raises(ValueError, match='1-D'):
     specs.tensor_spec_from_gym_space(gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(2),)))
   with pytest.raises(ValueError, match='no shape and dtype'):
-    specs.tensor_spec_from_gym_space(gymnasium.spaces.Dict({'a': gymnasium.spaces.Discrete(2)}))
+    specs.tensor_spec_from_gym_space(gymnasium.spaces.Sequence(gymnasium.spaces.Discrete(2)))
+
+
+def test_dict_spaces_give_dicts_of_specs():
+  import gymnasium
+  space = gymnasium.spaces.Dict({
+      'observation': gymnasium.spaces.Box(-1, 1, (3,)),
+      'desired_goal': gymnasium.spaces.MultiBinary(4)})
+  spec = specs.tensor_spec_from_gym_space(space, 'observation')
+  assert set(spec) == {'observation', 'desired_goal'}
+  assert spec['observation'].shape == [3] and spec['observation'].dtype == tf.float32
+  assert spec['desired_goal'].shape == [4] and spec['desired_goal'].dtype == tf.int8

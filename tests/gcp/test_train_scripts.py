@@ -58,13 +58,27 @@ SCENARIOS = {
         '--inference_batch_size=64', '--batch_size=32', '--unroll_length=32',
         '--total_environment_frames=5e8', '--discounting=0.997', '--entropy_cost=7.3309e-4',
         '--lambda_=1', '--learning_rate=1.2542e-4']),
+    # The original ran PPO on HalfCheetah-v2 here; seed_rl has no PPO yet: SAC on the v5 id.
+    'train_mujoco.sh': ('mujoco', 'sac', 'n1-standard-8', 1, 4, 4, [
+        '--env_name=HalfCheetah-v5', '--learning_rate=3e-4', '--batch_size=256',
+        '--unroll_length=1', '--replay_buffer_size=1000000', '--replay_ratio=4',
+        '--discounting=0.99', '--polyak=0.995', '--target_entropy=-6',
+        '--total_environment_frames=3e6']),
 }
+#: Flags of `MUJOCO_AGENT=vtrace gcp/train_mujoco.sh`.
+MUJOCO_VTRACE_FLAGS = ['--env_name=HalfCheetah-v5', '--learning_rate=3e-4',
+                       '--normalize_observations', '--batch_size=32', '--unroll_length=64',
+                       '--total_environment_frames=1e7']
 #: Variables of the caller that would change the specs.
 CONFIG_VARIABLES = ('PROJECT_ID', 'REGION', 'REPOSITORY', 'BUCKET', 'IMAGE_URI', 'SKIP_BUILD',
                     'JOB_NAME', 'SPEC_DIR', 'SERVICE_ACCOUNT', 'JOB_TIMEOUT', 'STREAM_LOGS',
                     'LEARNER_MACHINE_TYPE', 'LEARNER_ACCELERATOR_TYPE',
                     'LEARNER_ACCELERATOR_COUNT', 'ACTOR_MACHINE_TYPE', 'NUM_ACTOR_MACHINES',
-                    'ACTORS_PER_MACHINE', 'ENV_BATCH_SIZE')
+                    'ACTORS_PER_MACHINE', 'ENV_BATCH_SIZE', 'MUJOCO_AGENT')
+
+
+def _entry_point_exists(environment, agent):
+  return (ROOT / 'seed_rl' / 'environments' / environment / f'{agent}_main.py').is_file()
 
 
 @pytest.fixture
@@ -242,11 +256,24 @@ print('all flags parsed')
 '''
 
 
+def _check_flags(environment, agent, argument_lists):
+  """Parses every argument list with the flags of the entry point ENVIRONMENT.AGENT_main."""
+  environment_vars = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=str(ROOT))
+  result = subprocess.run(
+      [sys.executable, '-c', _CHECK_FLAGS, f'seed_rl.environments.{environment}.{agent}_main'],
+      input='\n\n'.join(argument_lists), cwd=ROOT, env=environment_vars, capture_output=True,
+      text=True, timeout=170)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'all flags parsed' in result.stdout
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize('environment, agent', [('atari', 'r2d2'), ('dmlab', 'vtrace'),
-                                                ('football', 'vtrace')])
+                                                ('football', 'vtrace'), ('mujoco', 'sac')])
 def test_the_entry_point_defines_every_flag_of_its_scenarios(environment, agent, tmp_path,
                                                               bare_path):
+  if not _entry_point_exists(environment, agent):
+    pytest.skip(f'seed_rl/environments/{environment}/{agent}_main.py does not exist yet')
   argument_lists = []
   for script, scenario in sorted(SCENARIOS.items()):
     if scenario[:2] != (environment, agent):
@@ -257,22 +284,49 @@ def test_the_entry_point_defines_every_flag_of_its_scenarios(environment, agent,
     assert result.returncode == 0, result.stderr
     argument_lists.append('\n'.join(_args(_spec(run_dir)[1]['workerPoolSpecs'][0])[1]))
   assert argument_lists
-  environment_vars = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=str(ROOT))
-  result = subprocess.run(
-      [sys.executable, '-c', _CHECK_FLAGS, f'seed_rl.environments.{environment}.{agent}_main'],
-      input='\n\n'.join(argument_lists), cwd=ROOT, env=environment_vars, capture_output=True,
-      text=True, timeout=170)
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert 'all flags parsed' in result.stdout
+  _check_flags(environment, agent, argument_lists)
+
+
+@pytest.mark.timeout(180)
+def test_train_mujoco_runs_vtrace_with_mujoco_agent_vtrace(tmp_path, bare_path):
+  result = _run('train_mujoco.sh', '--dry-run', path=bare_path, tmp_path=tmp_path,
+                env={'MUJOCO_AGENT': 'vtrace'})
+  assert result.returncode == 0, result.stdout + result.stderr
+  spec_file, spec = _spec(tmp_path)
+  assert spec_file.name.startswith('seed_rl_mujoco_vtrace_')
+  learner, actor = spec['workerPoolSpecs']
+  assert learner['containerSpec']['imageUri'].endswith('/seed_rl:mujoco')
+  own, forwarded = _args(learner)
+  assert own == ['--environment=mujoco', '--agent=vtrace', '--workers=4',
+                 '--actors_per_worker=4', '--env_batch_size=1']
+  assert forwarded[1:] == MUJOCO_VTRACE_FLAGS
+  assert actor['containerSpec'] == learner['containerSpec']
+  _check_flags('mujoco', 'vtrace', ['\n'.join(forwarded)])
+
+
+@pytest.mark.timeout(60)
+def test_train_mujoco_refuses_an_agent_it_has_no_flags_for(tmp_path, bare_path):
+  result = _run('train_mujoco.sh', '--dry-run', path=bare_path, tmp_path=tmp_path,
+                env={'MUJOCO_AGENT': 'ppo'})
+  assert result.returncode != 0
+  assert "MUJOCO_AGENT must be sac or vtrace, got 'ppo'" in result.stderr
+  assert not (tmp_path / 'specs').exists()
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize('script', ['train_atari.sh', 'train_football_scoring.sh'])
-def test_the_spec_starts_the_learner_and_the_actors_through_run_py(script, tmp_path,
-                                                                   bare_path):
+@pytest.mark.parametrize('script, mujoco_agent', [('train_atari.sh', None),
+                                                  ('train_football_scoring.sh', None),
+                                                  ('train_mujoco.sh', 'sac'),
+                                                  ('train_mujoco.sh', 'vtrace')])
+def test_the_spec_starts_the_learner_and_the_actors_through_run_py(script, mujoco_agent,
+                                                                   tmp_path, bare_path):
   """The container args of a spec, given to gcp/run.py with the TF_CONFIG Vertex AI sets."""
-  _, _, _, _, machines, actors, _ = SCENARIOS[script]
-  result = _run(script, '--dry-run', path=bare_path, tmp_path=tmp_path)
+  environment, agent, _, _, machines, actors, _ = SCENARIOS[script]
+  agent = mujoco_agent or agent
+  if not _entry_point_exists(environment, agent):
+    pytest.skip(f'seed_rl/environments/{environment}/{agent}_main.py does not exist yet')
+  result = _run(script, '--dry-run', path=bare_path, tmp_path=tmp_path,
+                env={'MUJOCO_AGENT': mujoco_agent} if mujoco_agent else None)
   assert result.returncode == 0, result.stderr
   learner_pool, actor_pool = _spec(tmp_path)[1]['workerPoolSpecs']
   cluster = {'workerpool0': ['learner-0:2222'],
@@ -291,6 +345,7 @@ def test_the_spec_starts_the_learner_and_the_actors_through_run_py(script, tmp_p
   num_envs = f'--num_envs={machines * actors}'
   (learner,) = commands(learner_pool, 'workerpool0', 0)
   assert '--run_mode=learner' in learner and '--server_address=[::]:2222' in learner
+  assert f'seed_rl.environments.{environment}.{agent}_main' in learner
   assert num_envs in learner
   last_host = commands(actor_pool, 'workerpool1', machines - 1)
   assert len(last_host) == actors

@@ -8,26 +8,28 @@ from absl import flags
 
 from seed_rl.common import learner_flags
 
+define = learner_flags.define_agent_flag
+
 learner_flags.set_agent_defaults(batch_size=64, unroll_length=100, unroll_queue_max_size=100,
                                  discounting=.997)
 
-flags.DEFINE_float('replay_ratio', 1.5,
-                   'Average number of times each unroll is replayed; a training step inserts '
-                   'batch_size / replay_ratio new unrolls.')
-flags.DEFINE_integer('update_target_every_n_step', 2500,
-                     'Training steps between copies of the online network to the target one.')
-flags.DEFINE_integer('replay_buffer_size', 100,
-                     'Replay capacity in unrolls (the R2D2 paper and the GCP scripts use 100000).')
-flags.DEFINE_integer('replay_buffer_min_size', 10,
-                     'Training starts once this many unrolls were inserted.')
-flags.DEFINE_float('priority_exponent', 0.9, 'Prioritized replay exponent alpha.')
-flags.DEFINE_integer('burn_in', 40,
-                     'Steps before each unroll used only to warm up the recurrent state.')
-flags.DEFINE_float('importance_sampling_exponent', 0.6,
-                   'Importance sampling exponent beta of prioritized replay.')
-flags.DEFINE_float('clip_norm', 40, 'Global gradient norm clipping; 0 disables it.')
-flags.DEFINE_float('value_function_rescaling_epsilon', 1e-3,
-                   'Epsilon of the invertible value rescaling h(x).')
-flags.DEFINE_integer('n_steps', 5, 'Steps of the n-step Bellman targets.')
-flags.DEFINE_float('eval_epsilon', 1e-3,
-                   'Epsilon of the evaluation environments (the num_eval_envs highest ids).')
+define(flags.DEFINE_float, 'replay_ratio', 1.5,
+       'Average number of times each unroll is replayed; a training step inserts '
+       'batch_size / replay_ratio new unrolls.')
+define(flags.DEFINE_integer, 'update_target_every_n_step', 2500,
+       'Training steps between copies of the online network to the target one.')
+define(flags.DEFINE_integer, 'replay_buffer_size', 100,
+       'Replay capacity in unrolls (the R2D2 paper and the GCP scripts use 100000).')
+define(flags.DEFINE_integer, 'replay_buffer_min_size', 10,
+       'Training starts once this many unrolls were inserted.')
+define(flags.DEFINE_float, 'priority_exponent', 0.9, 'Prioritized replay exponent alpha.')
+define(flags.DEFINE_integer, 'burn_in', 40,
+       'Steps before each unroll used only to warm up the recurrent state.')
+define(flags.DEFINE_float, 'importance_sampling_exponent', 0.6,
+       'Importance sampling exponent beta of prioritized replay.')
+define(flags.DEFINE_float, 'clip_norm', 40, 'Global gradient norm clipping; 0 disables it.')
+define(flags.DEFINE_float, 'value_function_rescaling_epsilon', 1e-3,
+       'Epsilon of the invertible value rescaling h(x).')
+define(flags.DEFINE_integer, 'n_steps', 5, 'Steps of the n-step Bellman targets.')
+define(flags.DEFINE_float, 'eval_epsilon', 1e-3,
+       'Epsilon of the evaluation environments (the num_eval_envs highest ids).')

@@ -12,10 +12,10 @@ from absl import flags
 import tensorflow as tf
 
 from seed_rl.agents.vtrace.learning import compute_loss  # The original's public name.
-from seed_rl.agents.vtrace.learning import EntropyCost
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
 from seed_rl.common import tensors
+from seed_rl.common.entropy_cost import EntropyCost
 
 FLAGS = flags.FLAGS
 

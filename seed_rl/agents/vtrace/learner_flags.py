@@ -9,16 +9,18 @@ from absl import flags
 
 from seed_rl.common import learner_flags
 
+define = learner_flags.define_agent_flag
+
 learner_flags.set_agent_defaults(batch_size=32, unroll_length=100, unroll_queue_max_size=1,
                                  discounting=.99)
 
-flags.DEFINE_float('entropy_cost', 0.00025, 'Entropy cost (initial value if adapted).')
-flags.DEFINE_float('target_entropy', None,
-                   'If set, the entropy cost is adapted to keep the policy entropy here.')
-flags.DEFINE_float('entropy_cost_adjustment_speed', 10.,
-                   'Speed of the entropy cost adaptation (multiplier of its log).')
-flags.DEFINE_float('baseline_cost', .5, 'Weight of the value loss.')
-flags.DEFINE_float('kl_cost', 0., 'Weight of the KL(behaviour || target) loss.')
-flags.DEFINE_float('lambda_', 1., 'Lambda of V-trace (trace mixing).')
-flags.DEFINE_float('max_abs_reward', 0.,
-                   'Rewards are clipped to [-max_abs_reward, max_abs_reward]; 0: no clipping.')
+define(flags.DEFINE_float, 'entropy_cost', 0.00025, 'Entropy cost (initial value if adapted).')
+define(flags.DEFINE_float, 'target_entropy', None,
+       'If set, the entropy cost is adapted to keep the policy entropy here.')
+define(flags.DEFINE_float, 'entropy_cost_adjustment_speed', 10.,
+       'Speed of the entropy cost adaptation (multiplier of its log).')
+define(flags.DEFINE_float, 'baseline_cost', .5, 'Weight of the value loss.')
+define(flags.DEFINE_float, 'kl_cost', 0., 'Weight of the KL(behaviour || target) loss.')
+define(flags.DEFINE_float, 'lambda_', 1., 'Lambda of V-trace (trace mixing).')
+define(flags.DEFINE_float, 'max_abs_reward', 0.,
+       'Rewards are clipped to [-max_abs_reward, max_abs_reward]; 0: no clipping.')

@@ -1,10 +1,9 @@
-"""V-trace's pure learning function and its trainable entropy cost.
+"""V-trace's pure learning function.
 
 IMPALA's actor-critic loss with V-trace off-policy correction (Espeholt et al. 2018), as in the
 original SEED RL; the learner (`learner.py`) wires it into the learner runtime.
 """
 
-import math
 from typing import Any, Callable, Dict, Tuple
 
 import tensorflow as tf
@@ -86,22 +85,3 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
   metrics['policy/entropy_cost'] = entropy_cost()
   metrics['policy/kl(old|new)'] = tf.reduce_mean(kl)
   return total_loss, metrics
-
-
-class EntropyCost(tf.Module):
-  """Trainable entropy cost `exp(m * param)`, `m` the adjustment speed.
-
-  Parametrised in log space so that adapting it (with `target_entropy`) is scale-free; the
-  optimizer keeps `param` within [-20/m, 20/m] after every update.
-  """
-
-  def __init__(self, initial_cost: float, adjustment_speed: float):
-    super().__init__(name='entropy_cost')
-    self._speed = adjustment_speed
-    bound = 20. / adjustment_speed
-    self.param = tf.keras.Variable(math.log(initial_cost) / adjustment_speed, dtype='float32',
-                                   name='entropy_cost_param')
-    self.param.constraint = lambda value: tf.clip_by_value(value, -bound, bound)
-
-  def __call__(self):
-    return tf.exp(self._speed * tf.convert_to_tensor(self.param))

@@ -48,6 +48,10 @@ class LearnerAgent(object):
   def validate_config(self) -> None:
     """Raises ValueError naming what is wrong with the agent's flags."""
 
+  def unroll_length(self) -> int:
+    """Agent steps per unroll (plus the bootstrap step, and `burn_in` steps before them)."""
+    return self.config.unroll_length
+
   def unrolls_per_iteration(self) -> int:
     """New unrolls one training step consumes: the learner's frame accounting."""
     return self.config.batch_size

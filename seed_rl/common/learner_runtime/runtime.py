@@ -109,7 +109,7 @@ class _Learner(object):
                        f'devices (={self._strategy.num_replicas_in_sync}), which share each '
                        'batch.')
     self._specs = create_agent(agent, create_env_fn, self._strategy, config)
-    self._frames_per_iteration = (agent.unrolls_per_iteration() * config.unroll_length *
+    self._frames_per_iteration = (agent.unrolls_per_iteration() * agent.unroll_length() *
                                   config.num_action_repeats)
     self._final_iteration = int(math.ceil(config.total_environment_frames /
                                           self._frames_per_iteration))
@@ -138,7 +138,7 @@ class _Learner(object):
     config = self._config
     num_training_envs = config.num_envs - config.num_eval_envs
     self._env_states = inference.EnvStates(config.num_envs, num_training_envs,
-                                           config.unroll_length, self._agent.burn_in,
+                                           self._agent.unroll_length(), self._agent.burn_in,
                                            self._specs)
     self._episode_stats = episodes.EpisodeStats(config.num_envs)
     self._episode_reporter = episodes.EpisodeReporter(num_training_envs,

@@ -8,6 +8,8 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.r2d2 import learner as r2d2_learner
+from seed_rl.agents.sac import learner as sac_learner
+from seed_rl.agents.sac import networks as sac_networks
 from seed_rl.agents.vtrace import learner as vtrace_learner
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import specs
@@ -102,7 +104,15 @@ def _r2d2_agent():
       config)
 
 
-@pytest.mark.parametrize('make_agent', [_vtrace_agent, _r2d2_agent])
+def _sac_agent():
+  config = types.SimpleNamespace(entropy_cost=0.01, entropy_cost_adjustment_speed=1.,
+                                 her_window_length=None, unroll_length=1)
+  return sac_learner.SACAgent(
+      lambda unused_action_space, unused_observation_space, dist: sac_networks.ActorCriticMLP(
+          dist, n_critics=2, mlp_sizes=[8]), gym_env.create_environment, config)
+
+
+@pytest.mark.parametrize('make_agent', [_vtrace_agent, _r2d2_agent, _sac_agent])
 def test_every_agent_exports_a_policy_that_runs_without_the_learner(tmp_path, make_agent):
   agent = make_agent()
   agent_specs = _cartpole_agent(agent)
@@ -122,7 +132,7 @@ def test_every_agent_exports_a_policy_that_runs_without_the_learner(tmp_path, ma
                                                   agent.initial_state(batch))
   assert outputs[0].shape == [batch] and outputs[0].dtype == agent_specs.action.dtype
   assert np.all((outputs[0].numpy() >= 0) & (outputs[0].numpy() < 2))
-  # Everything but the (sampled) V-trace action is deterministic.
+  # Everything but the (sampled) V-trace and SAC action is deterministic.
   for got, expected in zip(tf.nest.flatten((outputs[1:], new_state)),
                            tf.nest.flatten((expected_outputs[1:], expected_state))):
     np.testing.assert_allclose(got, expected, rtol=1e-5)

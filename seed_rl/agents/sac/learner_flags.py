@@ -1,0 +1,38 @@
+"""Flags of the SAC learner (names and defaults of the original SEED RL).
+
+Imported by the SAC `*_main.py` entry points; `learner.learner_loop` reads the values from its
+`config` argument (absl `FLAGS` by default).
+"""
+
+from absl import flags
+
+from seed_rl.common import learner_flags
+
+define = learner_flags.define_agent_flag
+
+learner_flags.set_agent_defaults(batch_size=256, unroll_length=1, unroll_queue_max_size=100,
+                                 discounting=.99)
+
+define(flags.DEFINE_integer, 'replay_buffer_size', int(1e6), 'Replay capacity in unrolls.')
+define(flags.DEFINE_float, 'replay_ratio', 4.,
+       'Average number of times each unroll is replayed; a training step inserts '
+       'batch_size / replay_ratio new unrolls.')
+define(flags.DEFINE_integer, 'her_window_length', None,
+       'If set, hindsight experience replay: windows of this many steps are stored and goals '
+       'are substituted within them (the environment must be a GoalEnv).')
+define(flags.DEFINE_float, 'her_substitution_probability', 0.8,
+       'Probability of replacing a step\'s desired goal by a goal achieved later (HER).')
+define(flags.DEFINE_float, 'entropy_cost', 0.01, 'Entropy cost (initial value if adapted).')
+define(flags.DEFINE_float, 'target_entropy', None,
+       'If set, the entropy cost is adapted to keep the policy entropy here.')
+define(flags.DEFINE_float, 'entropy_cost_adjustment_speed', 1.,
+       'Speed of the entropy cost adaptation (multiplier of its log).')
+define(flags.DEFINE_float, 'max_abs_reward', 0.,
+       'Rewards are clipped to [-max_abs_reward, max_abs_reward]; 0: no clipping.')
+define(flags.DEFINE_enum, 'bootstrap_net', 'v',
+       'Value of the next state in the Q targets: the target V network (v), or the target Q of '
+       'an action of the policy plus the entropy bonus (q).', enum_values=['q', 'v'])
+define(flags.DEFINE_integer, 'update_target_every_n_step', 1,
+       'Training steps between updates of the target networks.')
+define(flags.DEFINE_float, 'polyak', 0.9,
+       'Target update: target = polyak * target + (1 - polyak) * online.')
