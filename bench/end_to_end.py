@@ -11,19 +11,15 @@ is measured.
 
 import argparse
 import datetime
-import os
 import pathlib
 import re
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import types
 
+from bench import process_group
 from bench import raw_env
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 ABSL_TIME = re.compile(r'^I\d{4} (\d\d:\d\d:\d\d\.\d+)')
 
 
@@ -49,11 +45,6 @@ def _rate(points, start: float):
   return (v1 - v0) / (t1 - t0) if t1 > t0 else 0.0
 
 
-def _peak_rss_mb(pid: int) -> float:
-  with open(f'/proc/{pid}/status') as f:
-    return int(re.search(r'VmHWM:\s+(\d+) kB', f.read()).group(1)) / 1024
-
-
 def run_pipeline(args, logdir: pathlib.Path) -> dict:
   module = ('bench.minimal_atari_vtrace_main' if args.minimal_network
             else 'seed_rl.environments.atari.vtrace_main')
@@ -63,37 +54,21 @@ def run_pipeline(args, logdir: pathlib.Path) -> dict:
            f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
            f'--batch_size={args.batch_size}', f'--num_action_repeats={args.num_action_repeats}',
            '--save_checkpoint_secs=100000']
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=str(ROOT))
-  processes, logs = [], []
-
-  def start(name, extra, extra_env=None):
-    log = open(logdir / f'{name}.log', 'w')
-    logs.append(log)
-    processes.append(subprocess.Popen(
-        [sys.executable, '-m', module] + flags + extra, cwd=ROOT, stdout=log,
-        stderr=subprocess.STDOUT, env=dict(env, **(extra_env or {}))))
-
-  try:
-    start('learner', ['--run_mode=learner'])
-    for task in range(args.num_actors):
-      start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'], {'CUDA_VISIBLE_DEVICES': ''})
+  with process_group.ProcessGroup(logdir, module, flags) as group:
+    learner = group.start('learner', ['--run_mode=learner'])
+    actors = [group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
+                          {'CUDA_VISIBLE_DEVICES': ''}) for task in range(args.num_actors)]
     # Warm-up: until the learner trains, then measure for `seconds`.
     learner_log = logdir / 'learner.log'
     deadline = time.time() + 300
     while 'Progress:' not in learner_log.read_text():
-      if time.time() > deadline or processes[0].poll() is not None:
+      if time.time() > deadline or learner.poll() is not None:
         raise RuntimeError('learner did not start training:\n' + learner_log.read_text()[-3000:])
       time.sleep(1)
     now = datetime.datetime.now()
     start_of_window = now.hour * 3600 + now.minute * 60 + now.second + 2
     time.sleep(args.seconds + 2)
-    rss = [_peak_rss_mb(p.pid) for p in processes[1:]]
-  finally:
-    for p in processes:
-      p.send_signal(signal.SIGKILL)
-      p.wait()
-    for log in logs:
-      log.close()
+    rss = [process_group.peak_rss_mb(actor.pid) for actor in actors]
 
   actor_steps_per_sec = sum(
       _rate(_timestamped((logdir / f'actor_{t}.log').read_text(), r'Actor steps: (\d+),'),

@@ -23,13 +23,12 @@ import argparse
 import os
 import pathlib
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from bench import process_group
+
 MODULE = 'bench.learn_football'
 GAME = 'academy_empty_goal_close'
 NETWORK_VARIABLE = 'SEED_RL_BENCH_NETWORK'
@@ -110,25 +109,15 @@ def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
            f'--entropy_cost={args.entropy_cost}', f'--discounting={args.discounting}',
            f'--total_environment_frames={int(args.frame_budget)}',
            '--save_checkpoint_secs=100000', f'--seed={args.seed}']
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=str(ROOT), PYTHONUNBUFFERED='1')
-  env[NETWORK_VARIABLE] = args.network
-  processes, logs = [], []
-
-  def start(name, extra, extra_env=None):
-    log = open(logdir / f'{name}.log', 'w')
-    logs.append(log)
-    processes.append(subprocess.Popen(
-        [sys.executable, '-m', MODULE] + flags + extra, cwd=ROOT, stdout=log,
-        stderr=subprocess.STDOUT, env=dict(env, **(extra_env or {}))))
-
   learner_log = logdir / 'learner.log'
   start_time = time.time()
   curve, reached, reason, checked = [], None, 'time limit', 0
-  try:
-    start('learner', ['--run_mode=learner'])
+  with process_group.ProcessGroup(logdir, MODULE, flags,
+                                  {NETWORK_VARIABLE: args.network}) as group:
+    learner = group.start('learner', ['--run_mode=learner'])
     for task in range(args.num_actors):
-      start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
-            {'CUDA_VISIBLE_DEVICES': ''})
+      group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
+                  {'CUDA_VISIBLE_DEVICES': ''})
     next_report = args.window
     while time.time() - start_time < 60 * args.max_minutes:
       time.sleep(2)
@@ -148,18 +137,11 @@ def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
       if reached is not None:
         reason = 'target reached'
         break
-      if processes[0].poll() is not None:
-        reason = ('frame budget spent' if processes[0].returncode == 0 else
-                  f'learner exited with {processes[0].returncode}')
+      if learner.poll() is not None:
+        reason = ('frame budget spent' if learner.returncode == 0 else
+                  f'learner exited with {learner.returncode}')
         break
-  finally:
     wall = time.time() - start_time
-    for process in processes:
-      if process.poll() is None:
-        process.send_signal(signal.SIGKILL)
-      process.wait()
-    for log in logs:
-      log.close()
   text = learner_log.read_text()
   progress = _PROGRESS.findall(text)
   episodes = _episodes(text)

@@ -1,0 +1,133 @@
+r"""Learning benchmark: SAC on a MuJoCo task for a frame budget (HalfCheetah-v5 by default).
+
+  python -m bench.learn_mujoco [--env_name HalfCheetah-v5] [--frame_budget 200000]
+                               [--num_actors 1] [--env_batch_size 4] [--max_minutes 120]
+
+Starts a real learner and `num_actors` actors of `seed_rl.environments.mujoco.sac_main` (unix
+socket, as `./run_local.sh mujoco sac` does), follows the learner's per-episode log lines and
+prints the curve of mean returns over windows of `window` episodes against environment frames,
+the frames and wall time when the mean first reached `target` (if it did), and the actors' peak
+memory. The baseline the curve is read against is the target (3,000 within 200,000 steps on
+HalfCheetah, the level published SAC results reach at that budget).
+"""
+
+import argparse
+import pathlib
+import re
+import sys
+import tempfile
+import time
+
+from bench import process_group
+
+MODULE = 'seed_rl.environments.mujoco.sac_main'
+_EPISODE = re.compile(r'\] Return: ([-\d.e+]+) Raw return: [-\d.e+]+ Frames: (\d+)')
+_PROGRESS = re.compile(r'Progress: (\d+)/')
+
+
+def _episodes(log_text: str) -> list:
+  """(return, environment frames played so far) of every episode the learner logged."""
+  episodes, frames = [], 0
+  for match in _EPISODE.finditer(log_text):
+    frames += int(match.group(2))
+    episodes.append((float(match.group(1)), frames))
+  return episodes
+
+
+def _flags(args: argparse.Namespace, logdir: pathlib.Path) -> list:
+  num_envs = args.num_actors * args.env_batch_size
+  return [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
+          f'--env_name={args.env_name}', f'--num_envs={num_envs}',
+          f'--env_batch_size={args.env_batch_size}', f'--inference_batch_size={num_envs}',
+          f'--total_environment_frames={int(args.frame_budget)}', '--save_checkpoint_secs=100000',
+          f'--batch_size={args.batch_size}', f'--replay_ratio={args.replay_ratio}',
+          f'--learning_rate={args.learning_rate}', f'--polyak={args.polyak}',
+          f'--entropy_cost={args.entropy_cost}', f'--target_entropy={args.target_entropy}',
+          f'--mlp_size={args.mlp_size}', f'--seed={args.seed}']
+
+
+def _first_reached(episodes: list, window: int, target: float):
+  """Frames played when the mean of `window` consecutive returns first reached `target`."""
+  returns = [r for r, _ in episodes]
+  for end in range(window, len(returns) + 1):
+    if sum(returns[end - window:end]) / window >= target:
+      return episodes[end - 1][1]
+  return None
+
+
+def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
+  """Trains until the frame budget or the time limit; returns what happened."""
+  learner_log = logdir / 'learner.log'
+  start_time = time.time()
+  reached, reason, actor_rss = None, 'time limit', 0.
+  with process_group.ProcessGroup(logdir, MODULE, _flags(args, logdir)) as group:
+    learner = group.start('learner', ['--run_mode=learner'])
+    actors = [group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'])
+              for task in range(args.num_actors)]
+    while time.time() - start_time < 60 * args.max_minutes:
+      time.sleep(5)
+      actor_rss = max([actor_rss] + [process_group.peak_rss_mb(a.pid) for a in actors])
+      if reached is None:
+        frames = _first_reached(_episodes(learner_log.read_text()), args.window, args.target)
+        reached = None if frames is None else (frames, time.time() - start_time)
+      if learner.poll() is not None:
+        reason = ('frame budget spent' if learner.returncode == 0 else
+                  f'learner exited with {learner.returncode}')
+        break
+    wall = time.time() - start_time
+  text = learner_log.read_text()
+  if reason.startswith('learner exited'):
+    print(text[-3000:], file=sys.stderr)
+  progress = _PROGRESS.findall(text)
+  return {'episodes': _episodes(text), 'reached': reached, 'reason': reason, 'wall_s': wall,
+          'frames': int(progress[-1]) if progress else 0, 'actor_peak_rss_mb': actor_rss}
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--env_name', default='HalfCheetah-v5')
+  parser.add_argument('--frame_budget', type=float, default=200000)
+  parser.add_argument('--max_minutes', type=float, default=120)
+  parser.add_argument('--target', type=float, default=3000)
+  parser.add_argument('--window', type=int, default=5)
+  parser.add_argument('--num_actors', type=int, default=1)
+  parser.add_argument('--env_batch_size', type=int, default=4)
+  parser.add_argument('--batch_size', type=int, default=256)
+  parser.add_argument('--replay_ratio', type=float, default=256)
+  parser.add_argument('--learning_rate', type=float, default=3e-4)
+  parser.add_argument('--polyak', type=float, default=0.995)
+  parser.add_argument('--entropy_cost', type=float, default=0.1)
+  parser.add_argument('--target_entropy', type=float, default=-6)
+  parser.add_argument('--mlp_size', type=int, default=256)
+  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--logdir', default=None,
+                      help='New directory that keeps the logs (default: a temporary one).')
+  args = parser.parse_args()
+
+  if args.logdir:
+    logdir = pathlib.Path(args.logdir)
+    logdir.mkdir(parents=True, exist_ok=False)
+    result = run(args, logdir)
+  else:
+    with tempfile.TemporaryDirectory() as logdir:
+      result = run(args, pathlib.Path(logdir))
+  print(f'mujoco sac on {args.env_name}: {args.num_actors} actor(s) x {args.env_batch_size} '
+        f'env(s), batch {args.batch_size}, replay ratio {args.replay_ratio:g}, lr '
+        f'{args.learning_rate:g}, polyak {args.polyak:g}, MLP 2 x {args.mlp_size}')
+  episodes = result['episodes']
+  for end in range(args.window, len(episodes) + 1, args.window):
+    mean = sum(r for r, _ in episodes[end - args.window:end]) / args.window
+    print(f'  {episodes[end - 1][1]:8d} frames, {end:5d} episodes: mean return of the last '
+          f'{args.window} = {mean:9.1f}')
+  if result['reached'] is not None:
+    frames, seconds = result['reached']
+    print(f'  REACHED mean return >= {args.target:g} at {frames} frames, {seconds:.0f} s')
+  else:
+    print(f'  target {args.target:g} NOT reached ({result["reason"]})')
+  print(f'  {result["frames"]} frames trained on in {result["wall_s"]:.0f} s '
+        f'({result["frames"] / max(result["wall_s"], 1e-9):.0f} frames/s); actor peak RSS '
+        f'{result["actor_peak_rss_mb"]:.0f} MB')
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,54 @@
+"""The learner and actor processes of one benchmark run, each logging to its own file."""
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+from typing import Dict, List, Optional, Sequence
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def peak_rss_mb(pid: int) -> float:
+  """Peak resident memory of a live process (VmHWM), or NaN once it is gone."""
+  try:
+    with open(f'/proc/{pid}/status') as status:
+      return int(re.search(r'VmHWM:\s+(\d+) kB', status.read()).group(1)) / 1024
+  except (OSError, AttributeError):
+    return float('nan')
+
+
+class ProcessGroup(object):
+  """Starts `python -m MODULE FLAGS EXTRA` processes logging to `logdir/NAME.log`; leaving the
+  `with` block kills every one of them, so a benchmark never leaves processes behind."""
+
+  def __init__(self, logdir: pathlib.Path, module: str, flags: Sequence[str],
+               env: Optional[Dict[str, str]] = None):
+    self._logdir, self._module, self._flags = logdir, module, list(flags)
+    self._env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=str(ROOT),
+                     PYTHONUNBUFFERED='1', **(env or {}))
+    self.processes: List[subprocess.Popen] = []
+    self._logs = []
+
+  def start(self, name: str, extra: Sequence[str],
+            extra_env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    log = open(self._logdir / f'{name}.log', 'w')
+    self._logs.append(log)
+    process = subprocess.Popen(
+        [sys.executable, '-m', self._module] + self._flags + list(extra), cwd=ROOT, stdout=log,
+        stderr=subprocess.STDOUT, env=dict(self._env, **(extra_env or {})))
+    self.processes.append(process)
+    return process
+
+  def __enter__(self) -> 'ProcessGroup':
+    return self
+
+  def __exit__(self, *exc_info) -> None:
+    for process in self.processes:
+      if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+      process.wait()
+    for log in self._logs:
+      log.close()
