@@ -18,6 +18,8 @@ CORE_REQUIRES = [
     'gymnasium>=1.1,<2',
     'ale-py>=0.11,<0.13',
     'opencv-python-headless>=4.9',
+    # Learning curves (python -m seed_rl.plot; event files are read by tensorboard's reader).
+    'matplotlib>=3.8,<4',
 ]
 
 # MuJoCo for Gymnasium's v5 ids (HalfCheetah-v5, Hopper-v5, ...): mujoco 3.2 and 4.0 tested
