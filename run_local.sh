@@ -114,6 +114,15 @@ for flag in "${EXTRA_FLAGS[@]}"; do
   case "$flag" in --logdir=*|--job-dir=*) LOGDIR="${flag#*=}";; esac
 done
 mkdir -p "$LOGDIR/logs"
+# The logs of an earlier run in this logdir are kept: moved to logs/<when they were written>/.
+if compgen -G "$LOGDIR/logs/*.log" >/dev/null; then
+  last_log="$LOGDIR/logs/learner.log"
+  [ -f "$last_log" ] || last_log="$(compgen -G "$LOGDIR/logs/*.log" | head -n 1)"
+  previous="$LOGDIR/logs/$(date -r "$last_log" +%Y%m%d-%H%M%S)"
+  mkdir -p "$previous"
+  mv "$LOGDIR"/logs/*.log "$previous/"
+  echo "seed_rl: the previous run's logs are in $previous"
+fi
 MODULE="seed_rl.environments.$ENVIRONMENT.${AGENT}_main"
 COMMON=(--logdir="$LOGDIR" --num_envs="$NUM_ENVS" --env_batch_size="$ENV_BATCH_SIZE"
         "${EXTRA_FLAGS[@]}")

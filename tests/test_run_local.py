@@ -60,6 +60,19 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
     assert 'connected' in (logdir / 'logs' / f'actor_{task}.log').read_text()
   # Nothing of the run is left.
   assert subprocess.run(['pgrep', '-f', '--', f'--logdir={logdir}'], capture_output=True).stdout == b''
+  # The run is recorded: its flags (as a flagfile) and one line per learner start.
+  assert '--total_environment_frames=2000.0' in (logdir / 'learner_flags.txt').read_text()
+
+  # A second run in the same logdir (resumed at its budget) keeps the first run's logs.
+  again = _run_local('gym', 'vtrace', '2', f'--logdir={logdir}',
+                     f'--server_address=unix:{tmp_path}/learner.sock',
+                     '--unroll_length=10', '--batch_size=4', '--total_environment_frames=2000',
+                     timeout=220)
+  assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+  kept = [p for p in (logdir / 'logs').iterdir() if p.is_dir()]
+  assert len(kept) == 1 and f'the previous run\'s logs are in {kept[0]}' in again.stdout
+  assert (kept[0] / 'learner.log').read_text() == learner_log
+  assert len((logdir / 'runs.jsonl').read_text().splitlines()) == 2
 
 
 @pytest.mark.timeout(240)

@@ -107,8 +107,13 @@ class SACAgent(learner_runtime.LearnerAgent):
     self._update_target_network(0.)
 
   def policy(self, prev_actions, env_outputs, agent_state):
-    action, agent_state = self.network(prev_actions, env_outputs, agent_state)
-    return AgentOutput(action), agent_state
+    action, new_agent_state = self.network(prev_actions, env_outputs, agent_state)
+    return AgentOutput(action), new_agent_state
+
+  def greedy_policy(self, prev_actions, env_outputs, agent_state):
+    _, new_agent_state = self.network(prev_actions, env_outputs, agent_state)
+    params = self.network.get_action_params(prev_actions, env_outputs, agent_state)
+    return AgentOutput(self._distribution(params).mode()), new_agent_state
 
   @property
   def trainable_variables(self):

@@ -21,7 +21,8 @@ FLAGS = flags.FLAGS
 
 
 class VTraceAgent(learner_runtime.LearnerAgent):
-  """The V-trace agent's part of the learner: sampled actions, V-trace loss on queued unrolls."""
+  """The V-trace agent's part of the learner: sampled actions (the mode in evaluation
+  environments), V-trace loss on queued unrolls."""
   name = 'VTRACE'
 
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
@@ -29,11 +30,6 @@ class VTraceAgent(learner_runtime.LearnerAgent):
     self._create_agent_fn = create_agent_fn
     self._distribution = None
     self._entropy_cost = None
-
-  def validate_config(self) -> None:
-    if self.config.num_eval_envs:
-      raise ValueError('The V-trace learner has no evaluation environments; '
-                       f'num_eval_envs must be 0, got {self.config.num_eval_envs}.')
 
   def create_networks(self, action_space, observation_space, env_output_specs) -> None:
     self._distribution = (
@@ -47,6 +43,24 @@ class VTraceAgent(learner_runtime.LearnerAgent):
   def policy(self, prev_actions, env_outputs, agent_state):
     return self.network(prev_actions, env_outputs, agent_state, unroll=False,
                         is_training=False)
+
+  def _mode(self, agent_outputs):
+    """The action of highest probability under the policy that produced `agent_outputs`."""
+    mode = self._distribution(agent_outputs.policy_logits).mode()
+    return tf.cast(mode, agent_outputs.action.dtype)
+
+  def greedy_policy(self, prev_actions, env_outputs, agent_state):
+    agent_outputs, agent_state = self.policy(prev_actions, env_outputs, agent_state)
+    return agent_outputs._replace(action=self._mode(agent_outputs)), agent_state
+
+  def explore(self, env_ids, agent_outputs):
+    """Evaluation environments (the `num_eval_envs` highest ids) act with the policy's mode."""
+    if not self.config.num_eval_envs:
+      return agent_outputs
+    is_eval = env_ids >= self.config.num_envs - self.config.num_eval_envs
+    is_eval = tf.reshape(is_eval, [-1] + [1] * (agent_outputs.action.shape.rank - 1))
+    return agent_outputs._replace(
+        action=tf.where(is_eval, self._mode(agent_outputs), agent_outputs.action))
 
   @property
   def trainable_variables(self):

@@ -76,6 +76,11 @@ class LearnerAgent(object):
     """
     raise NotImplementedError
 
+  def greedy_policy(self, prev_actions, env_outputs, agent_state) -> Tuple[Any, Any]:
+    """`policy` acting with the mode of its action distribution (evaluation); exported as
+    `get_greedy_action`. By default the policy itself (for agents that act greedily)."""
+    return self.policy(prev_actions, env_outputs, agent_state)
+
   def explore(self, env_ids, agent_outputs):
     """The agent outputs the actors act on (e.g. with per-environment epsilon-greedy)."""
     del env_ids

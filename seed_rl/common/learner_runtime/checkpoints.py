@@ -39,19 +39,21 @@ class PolicyExport(tf.Module):
   """The policy for one step, without the learner: what the learner exports as a SavedModel.
 
   `get_action(prev_actions, env_outputs, core_state)` returns `(agent_outputs, new_core_state)`
-  for `[B, ...]` inputs and `initial_state(batch_size)` the state of a new episode; load with
-  `tf.saved_model.load(logdir + '/saved_model')`.
+  for `[B, ...]` inputs (the action first), `get_greedy_action` the same acting with the mode
+  of the action distribution, and `initial_state(batch_size)` the state of a new episode; load
+  with `tf.saved_model.load(logdir + '/saved_model')`.
   """
 
-  def __init__(self, network: tf.Module, policy: Callable, initial_state: Callable,
-               specs: Any):
+  def __init__(self, network: tf.Module, policy: Callable, greedy_policy: Callable,
+               initial_state: Callable, specs: Any):
     super().__init__(name='exported_agent')
     self.network = network
     self.agent_variables = list(network.variables)
-    self.get_action = tf.function(
-        policy, input_signature=[specs_lib.leading_dim_specs(specs.action, None),
-                                 specs_lib.leading_dim_specs(specs.env_output, None),
-                                 specs_lib.leading_dim_specs(specs.agent_state, None)])
+    input_signature = [specs_lib.leading_dim_specs(specs.action, None),
+                       specs_lib.leading_dim_specs(specs.env_output, None),
+                       specs_lib.leading_dim_specs(specs.agent_state, None)]
+    self.get_action = tf.function(policy, input_signature=input_signature)
+    self.get_greedy_action = tf.function(greedy_policy, input_signature=input_signature)
     self.initial_state = tf.function(initial_state,
                                      input_signature=[tf.TensorSpec([], tf.int32)])
 

@@ -23,6 +23,7 @@ from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import lifecycle
+from seed_rl.common.learner_runtime import run_record
 from seed_rl.common.learner_runtime import training
 
 # Training steps averaged into one point of the `timing/...` summaries.
@@ -99,6 +100,7 @@ class _Learner(object):
 
   def __init__(self, agent: agent_lib.LearnerAgent, create_env_fn, create_optimizer_fn,
                config: Any):
+    run_record.write(config.logdir, config, create_env_fn, agent.name)
     if config.seed is not None:
       tf.random.set_seed(config.seed)
     self._agent, self._config = agent, config
@@ -115,8 +117,8 @@ class _Learner(object):
                                           self._frames_per_iteration))
     self._optimizer, self._learning_rate_fn = _create_optimizer(
         agent, create_optimizer_fn, self._strategy, self._final_iteration)
-    export = checkpoints.PolicyExport(agent.network, agent.policy, agent.initial_state,
-                                      self._specs)
+    export = checkpoints.PolicyExport(agent.network, agent.policy, agent.greedy_policy,
+                                      agent.initial_state, self._specs)
     self._checkpointer = checkpoints.Checkpointer(
         dict(agent.checkpointed(), optimizer=self._optimizer), export, self._iterations,
         config)

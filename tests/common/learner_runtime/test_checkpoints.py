@@ -36,7 +36,8 @@ class _Model(tf.Module):
 
 
 def _checkpointer(model, config):
-  export = checkpoints.PolicyExport(model, lambda a, e, s: (a, s), lambda n: tf.zeros([n]),
+  policy = lambda a, e, s: (a, s)
+  export = checkpoints.PolicyExport(model, policy, policy, lambda n: tf.zeros([n]),
                                     _export_specs())
   return checkpoints.Checkpointer({'model': model}, export, model.iterations, config)
 
@@ -116,8 +117,8 @@ def _sac_agent():
 def test_every_agent_exports_a_policy_that_runs_without_the_learner(tmp_path, make_agent):
   agent = make_agent()
   agent_specs = _cartpole_agent(agent)
-  export = checkpoints.PolicyExport(agent.network, agent.policy, agent.initial_state,
-                                    agent_specs)
+  export = checkpoints.PolicyExport(agent.network, agent.policy, agent.greedy_policy,
+                                    agent.initial_state, agent_specs)
   tf.saved_model.save(export, str(tmp_path / 'saved_model'))
   loaded = tf.saved_model.load(str(tmp_path / 'saved_model'))
 
@@ -137,3 +138,8 @@ def test_every_agent_exports_a_policy_that_runs_without_the_learner(tmp_path, ma
                            tf.nest.flatten((expected_outputs[1:], expected_state))):
     np.testing.assert_allclose(got, expected, rtol=1e-5)
   assert gymnasium.spaces.Discrete(2).contains(int(outputs[0][0]))
+  # The greedy policy is deterministic, action included, and the same as the agent's.
+  greedy, _ = loaded.get_greedy_action(prev_actions, env_outputs, state)
+  expected_greedy, _ = agent.greedy_policy(prev_actions, env_outputs, agent.initial_state(batch))
+  for got, expected in zip(tf.nest.flatten(greedy), tf.nest.flatten(expected_greedy)):
+    np.testing.assert_allclose(got, expected, rtol=1e-5)

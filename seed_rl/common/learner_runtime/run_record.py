@@ -1,0 +1,64 @@
+"""What a learner records in its logdir about how it was started, for evaluation and reruns.
+
+- `learner_flags.txt`: the flags it ran with (those of seed_rl and the entry point, not absl's
+  own), usable as `--flagfile` with the same entry point;
+- `runs.jsonl`: one line per learner start: the entry point module, the environment factory as
+  `module:name`, the agent and the time; `seed_rl.evaluate` recreates the environment from it.
+
+Writing them first also checks that the logdir is writable before the learner serves anyone.
+"""
+
+import datetime
+import json
+import os
+import sys
+from typing import Any, Callable, Dict, Optional
+
+from absl import flags
+import tensorflow as tf
+
+FLAGS_FILE = 'learner_flags.txt'
+RUNS_FILE = 'runs.jsonl'
+
+
+def _qualified_name(fn: Callable) -> str:
+  return f'{getattr(fn, "__module__", "?")}:{getattr(fn, "__qualname__", repr(fn))}'
+
+
+def _entry_point() -> Optional[str]:
+  """The module run as `python -m MODULE` (None when started otherwise)."""
+  spec = getattr(sys.modules.get('__main__'), '__spec__', None)
+  return spec.name if spec is not None else None
+
+
+def flags_file_content(flag_values: flags.FlagValues) -> str:
+  """`--name=value` lines of every flag not defined by absl itself."""
+  lines = []
+  for module, module_flags in sorted(flag_values.flags_by_module_dict().items()):
+    if module.startswith('absl.'):
+      continue
+    for flag in sorted(module_flags, key=lambda f: f.name):
+      if flag.value is not None:
+        lines.append(flag.serialize())
+  return '\n'.join(dict.fromkeys(lines)) + '\n'
+
+
+def write(logdir: str, config: Any, create_env_fn: Callable, agent_name: str) -> Dict[str, Any]:
+  """Writes the run record into `logdir` (created if needed); returns the `runs.jsonl` entry.
+
+  Raises:
+    ValueError: the logdir cannot be created or written, naming it.
+  """
+  record = {'entry_point': _entry_point(), 'create_env_fn': _qualified_name(create_env_fn),
+            'agent': agent_name, 'started': datetime.datetime.now().isoformat(timespec='seconds'),
+            'argv': sys.argv}
+  try:
+    tf.io.gfile.makedirs(logdir)
+    if isinstance(config, flags.FlagValues):
+      with tf.io.gfile.GFile(os.path.join(logdir, FLAGS_FILE), 'w') as f:
+        f.write(flags_file_content(config))
+    with tf.io.gfile.GFile(os.path.join(logdir, RUNS_FILE), 'a') as f:
+      f.write(json.dumps(record) + '\n')
+  except (OSError, tf.errors.OpError) as e:
+    raise ValueError(f'Cannot write the logdir {logdir}: {e}') from e
+  return record
