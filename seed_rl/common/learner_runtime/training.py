@@ -26,17 +26,52 @@ def _gather_over_replicas(strategy: tf.distribute.Strategy, value) -> tf.Tensor:
   return tf.concat(local, axis=0)
 
 
+def _all_finite(tensors) -> tf.Tensor:
+  return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None])
+
+
+def _apply_if_finite(optimizer: Any, gradients, variables, loss,
+                     skipped_steps: tf.Variable) -> tf.Tensor:
+  """Applies `gradients` only when the loss and the gradients of every replica are finite;
+  otherwise counts a skipped step, so a NaN or Inf never reaches the weights or the optimizer's
+  state. Call in a replica context; returns whether the step was applied.
+
+  The decision is taken once for all replicas, in a cross-replica context: applying gradients
+  synchronizes the replicas, which a condition inside one replica cannot do.
+  """
+  context = tf.distribute.get_replica_context()
+  bad_replicas = context.all_reduce(
+      tf.distribute.ReduceOp.SUM,
+      1 - tf.cast(tf.logical_and(_all_finite([loss]), _all_finite(gradients)), tf.int32))
+
+  def decide(strategy, bad_replicas, gradients):
+    def apply():
+      strategy.extended.call_for_each_replica(
+          lambda g: optimizer.apply_gradients(zip(g, variables)), args=(gradients,))
+
+    def skip():
+      skipped_steps.assign_add(1)
+
+    tf.cond(strategy.experimental_local_results(bad_replicas)[0] == 0, apply, skip)
+
+  context.merge_call(decide, args=(bad_replicas, gradients))
+  return tf.equal(bad_replicas, 0)
+
+
 def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAgent,
                     optimizer: Any, logger: progress_logger.ProgressLogger,
                     frames_per_iteration: int) -> agent_lib.Minimize:
   """`minimize(batch) -> metrics`: one gradient step of `agent.compute_loss` on `batch`.
 
   The batch is split over the replicas, whose gradients are summed; gradients are clipped to
-  `agent.clip_norm` when it is set. The metrics (plus `gradient_norm_before_clip`) go to the
-  progress logger, whose step advances by `frames_per_iteration`.
+  `agent.clip_norm` when it is set. A step whose loss or gradients are not finite is skipped
+  (the optimizer's step counter does not advance) and counted in `skipped_steps`. The metrics
+  (plus `gradient_norm_before_clip` and `skipped_steps`) go to the progress logger, whose step
+  advances by `frames_per_iteration`.
   """
   num_replicas = strategy.num_replicas_in_sync
   trainable_variables = agent.trainable_variables
+  skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name='skipped_steps')
 
   def replica_step(batch) -> Dict[str, tf.Tensor]:
     with tf.GradientTape() as tape:
@@ -46,7 +81,7 @@ def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAg
     gradient_norm = tf.linalg.global_norm(gradients)
     if agent.clip_norm:
       gradients, _ = tf.clip_by_global_norm(gradients, agent.clip_norm, use_norm=gradient_norm)
-    optimizer.apply_gradients(zip(gradients, trainable_variables))
+    _apply_if_finite(optimizer, gradients, trainable_variables, loss, skipped_steps)
     callback = getattr(agent.network, 'end_of_training_step_callback', None)
     if callback is not None:
       callback()
@@ -57,6 +92,7 @@ def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAg
     per_replica = strategy.run(replica_step, (_split_over_replicas(strategy, batch),))
     metrics = {name: _gather_over_replicas(strategy, value)
                for name, value in per_replica.items()}
+    metrics['skipped_steps'] = tf.identity(skipped_steps)
     logger.step_end(logger.log_session_from_dict(metrics), step_increment=frames_per_iteration)
     return metrics
 
