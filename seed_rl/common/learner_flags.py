@@ -25,6 +25,9 @@ flags.DEFINE_integer('unroll_length', 100, 'Agent steps per unroll (plus one boo
 flags.DEFINE_integer('num_training_tpus', 1,
                      'TPU cores used for training (the original\'s; TPU learners are not '
                      'supported yet, so it must be 1).')
+flags.DEFINE_integer('checkpoints_to_keep', 3,
+                     'Latest checkpoints kept in the logdir; a learner that cannot read the '
+                     'latest one falls back to the one before.')
 flags.DEFINE_string('init_checkpoint', None,
                     'Checkpoint to start from when the logdir holds none.')
 flags.DEFINE_integer('unroll_queue_max_size', 1,

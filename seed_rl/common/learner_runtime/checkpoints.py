@@ -15,19 +15,31 @@ import tensorflow as tf
 from seed_rl.common import specs as specs_lib
 
 
-def restore_checkpoint(checkpoint: tf.train.Checkpoint, logdir: str,
-                       init_checkpoint: Optional[str] = None
-                       ) -> Tuple[tf.train.CheckpointManager, bool]:
-  """Restores the latest checkpoint in `logdir`, else `init_checkpoint` if given.
+def _first_line(error: Exception) -> str:
+  text = getattr(error, 'message', None) or str(error) or type(error).__name__
+  return text.strip().splitlines()[0]
 
-  Returns the manager (one checkpoint kept, plus one every 6 hours) and whether `logdir` held a
-  checkpoint (the learner then resumes rather than starts).
+
+def restore_checkpoint(checkpoint: tf.train.Checkpoint, logdir: str,
+                       init_checkpoint: Optional[str] = None, checkpoints_to_keep: int = 1
+                       ) -> Tuple[tf.train.CheckpointManager, bool]:
+  """Restores the latest checkpoint in `logdir` that can be read, else `init_checkpoint`.
+
+  A checkpoint that cannot be restored (a truncated or missing file: a disk that filled up, a
+  copy cut short) is reported in one line and the previous one is tried. Returns the manager
+  (`checkpoints_to_keep` checkpoints kept, plus one every 6 hours) and whether a checkpoint of
+  `logdir` was restored (the learner then resumes rather than starts).
   """
-  manager = tf.train.CheckpointManager(checkpoint, logdir, max_to_keep=1,
+  manager = tf.train.CheckpointManager(checkpoint, logdir, max_to_keep=checkpoints_to_keep,
                                        keep_checkpoint_every_n_hours=6)
-  if manager.latest_checkpoint:
-    logging.info('Restoring checkpoint %s', manager.latest_checkpoint)
-    checkpoint.restore(manager.latest_checkpoint).assert_consumed()
+  for path in reversed(manager.checkpoints):
+    try:
+      checkpoint.restore(path).assert_consumed()
+    except Exception as e:  # pylint: disable=broad-except  (a corrupt file raises many kinds)
+      logging.warning('Checkpoint %s cannot be restored (%s); trying an earlier one.', path,
+                      _first_line(e))
+      continue
+    logging.info('Restoring checkpoint %s', path)
     return manager, True
   if init_checkpoint:
     logging.info('Loading initial checkpoint from %s...', init_checkpoint)
@@ -73,7 +85,8 @@ class Checkpointer(object):
                config: Any):
     self._checkpoint = tf.train.Checkpoint(**trackables)
     self._manager, resumed = restore_checkpoint(self._checkpoint, config.logdir,
-                                                config.init_checkpoint)
+                                                config.init_checkpoint,
+                                                config.checkpoints_to_keep)
     self._export = export
     self._iterations = iterations
     self._export_dir = os.path.join(config.logdir, 'saved_model')

@@ -34,7 +34,7 @@ def validate_config(config: Any) -> None:
   """The checks every learner makes before it starts; resolves `inference_batch_size=-1`."""
   learner_config.validate_learner_config(config)
   for name in ('batch_size', 'unroll_length', 'unroll_queue_max_size', 'save_checkpoint_secs',
-               'log_episode_frequency'):
+               'log_episode_frequency', 'checkpoints_to_keep'):
     if getattr(config, name) <= 0:
       raise ValueError(f'{name} must be positive, got {getattr(config, name)}.')
   if config.num_envs <= config.num_eval_envs:

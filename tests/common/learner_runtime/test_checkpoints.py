@@ -22,7 +22,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _config(logdir, **overrides):
-  values = dict(logdir=str(logdir), init_checkpoint=None, save_checkpoint_secs=3600)
+  values = dict(logdir=str(logdir), init_checkpoint=None, save_checkpoint_secs=3600,
+                checkpoints_to_keep=3)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 
@@ -81,6 +82,36 @@ def test_init_checkpoint_is_used_only_when_the_logdir_has_none(tmp_path):
   restarted = _Model(0.)
   _checkpointer(restarted, _config(tmp_path / 'run', init_checkpoint=init))
   assert restarted.weight.numpy() == 9.
+
+
+def test_an_unreadable_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, caplog):
+  model = _Model(1.)
+  checkpointer = _checkpointer(model, _config(tmp_path))
+  for iteration, weight in ((1, 2.), (2, 3.)):
+    model.weight.assign(weight)
+    model.iterations.assign(iteration)
+    checkpointer.save()
+  latest = tf.train.latest_checkpoint(str(tmp_path))
+  data = tf.io.gfile.glob(latest + '.data-*')[0]
+  with open(data, 'r+b') as f:  # A copy cut short.
+    f.truncate(4)
+
+  restored = _Model(0.)
+  caplog.set_level('INFO')
+  _checkpointer(restored, _config(tmp_path))
+  assert restored.weight.numpy() == 2. and restored.iterations.numpy() == 1
+  warnings = [r.getMessage() for r in caplog.records if 'cannot be restored' in r.getMessage()]
+  assert len(warnings) == 1 and latest in warnings[0] and '\n' not in warnings[0]
+
+
+def test_checkpoints_to_keep_keeps_that_many(tmp_path):
+  model = _Model(1.)
+  checkpointer = _checkpointer(model, _config(tmp_path, checkpoints_to_keep=2))
+  for iteration in range(1, 5):
+    model.iterations.assign(iteration)
+    checkpointer.save()
+  kept = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+  assert [path.rsplit('-', 1)[1] for path in kept] == ['3', '4']
 
 
 def _cartpole_agent(agent):
