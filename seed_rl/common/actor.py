@@ -24,6 +24,11 @@ from seed_rl.grpc import security
 FLAGS = flags.FLAGS
 
 
+class FatalActorError(RuntimeError):
+  """An error that reconnecting cannot fix: the learner refused this actor's calls, or sent an
+  action the environment cannot take. The actor stops with this message."""
+
+
 class _EpisodeStats(object):
   """Returns and lengths of the episodes finished since the last report."""
 
@@ -134,6 +139,15 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
     client.close()
 
 
+def _first_line(error: Exception) -> str:
+  """The line of an RPC error that says what went wrong (TensorFlow's errors start with where
+  the failing op was defined)."""
+  noise = ('Graph execution error', 'Detected at node', 'File ', '[[')
+  lines = [line.strip() for line in str(error).splitlines()]
+  lines = [line for line in lines if line and not line.startswith(noise)]
+  return lines[0] if lines else type(error).__name__
+
+
 def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
                log_period: float = 1, max_steps: Optional[int] = None) -> None:
   """Acts forever (or for `max_steps` inference calls), reconnecting to the learner as needed.
@@ -144,15 +158,26 @@ def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
       flags); absl `FLAGS` by default. The learner's experiment flags are applied to it.
     log_period: seconds between progress lines.
     max_steps: stop after this many inference calls (for tests and benchmarks); None: forever.
+
+  Raises:
+    FatalActorError: the learner refused this actor's calls (INVALID_ARGUMENT: e.g. env ids the
+      learner does not have) or sent an invalid action; reconnecting would not help.
   """
   config = FLAGS if config is None else config
   reconnectable = (errors.error_classes(errors.UNAVAILABLE) +
                    errors.error_classes(errors.CANCELLED))
+  refused = errors.error_classes(errors.INVALID_ARGUMENT)
   while True:
     try:
       _act(create_env_fn, config, log_period, max_steps)
       return
+    except refused as e:
+      raise FatalActorError(
+          f'The learner at {config.server_address} refused the calls of actor {config.task}: '
+          f'{_first_line(e)}') from e
+    except env_wrappers.InvalidActionError as e:
+      raise FatalActorError(str(e)) from e
     except reconnectable as e:
       logging.info('Inference call failed. This is normal at the end of training. (%s)',
-                   str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+                   _first_line(e))
       time.sleep(1)

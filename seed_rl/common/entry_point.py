@@ -5,6 +5,7 @@ module is imported only in learner mode, so actor processes never import TensorF
 """
 
 import importlib
+import sys
 from typing import Any, Callable, Sequence
 
 from absl import app
@@ -28,7 +29,10 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
   if len(argv) > 1:
     raise app.UsageError(f'Too many command-line arguments: {list(argv[1:])}')
   if FLAGS.run_mode == 'actor':
-    actor.actor_loop(create_env_fn)
+    try:
+      actor.actor_loop(create_env_fn)
+    except actor.FatalActorError as e:
+      sys.exit(f'seed_rl actor: {e}')
   elif FLAGS.run_mode == 'learner':
     learner = importlib.import_module(learner_module)
     learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)

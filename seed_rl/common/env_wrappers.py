@@ -142,6 +142,32 @@ class DiscretizeEnvWrapper(gymnasium.Wrapper):
     return self.env.step(values.astype(self._action_dtype))
 
 
+class InvalidActionError(ValueError):
+  """The learner sent an action outside an environment's action space."""
+
+
+def check_action(space: gymnasium.Space, action: Any, env_id: int) -> None:
+  """Raises InvalidActionError unless `action` is valid for `space`.
+
+  Discrete and MultiDiscrete actions must be in range; Box actions must have the space's shape
+  and be finite (their bounds are the environment's to enforce). Other spaces are not checked.
+  """
+  action = np.asarray(action)
+  if isinstance(space, gymnasium.spaces.Discrete):
+    valid = (action.shape == () and action.dtype.kind in 'iu' and
+             space.start <= action < space.start + space.n)
+  elif isinstance(space, gymnasium.spaces.MultiDiscrete):
+    valid = (action.shape == space.nvec.shape and action.dtype.kind in 'iu' and
+             np.all(action >= space.start) and np.all(action < space.start + space.nvec))
+  elif isinstance(space, gymnasium.spaces.Box):
+    valid = action.shape == space.shape and bool(np.all(np.isfinite(action)))
+  else:
+    return
+  if not valid:
+    raise InvalidActionError(f'The learner sent action {action.tolist()} for environment {env_id}, '
+                             f'which is not in its action space {space}.')
+
+
 def _stack_nested(values: Sequence[Any]) -> Any:
   """Stacks a list of equally structured observations leaf-wise."""
   first = values[0]
@@ -237,6 +263,9 @@ class BatchedEnvironment:
       observations are stacked leaf-wise, `done = terminated or truncated` and
       each info gets `info['truncated']` = truncated without termination (the
       episode was cut by a time limit, so its last state may be bootstrapped).
+
+    Raises:
+      InvalidActionError: an action is not valid for its environment (see `check_action`).
     """
     if self._observations is None:
       raise RuntimeError(
@@ -249,6 +278,7 @@ class BatchedEnvironment:
     dones = np.empty(self._batch_size, np.bool_)
     infos = []
     for i, env in enumerate(self._envs):
+      check_action(env.action_space, actions[i], int(self._env_ids[i]))
       obs, reward, terminated, truncated, info = env.step(actions[i])
       self._observations[i] = obs
       rewards[i] = reward

@@ -371,3 +371,29 @@ def test_no_tensorflow_import():
       text=True, timeout=50, check=False)
   assert result.returncode == 0, result.stderr
   assert 'OK' in result.stdout
+
+
+@pytest.mark.parametrize('space, action', [
+    (gymnasium.spaces.Discrete(2), np.int64(2)),
+    (gymnasium.spaces.Discrete(2), np.int64(-1)),
+    (gymnasium.spaces.Discrete(2), np.float32(1.)),
+    (gymnasium.spaces.MultiDiscrete([3, 3]), np.array([0, 3])),
+    (gymnasium.spaces.Box(-1, 1, (2,), np.float32), np.array([0., np.nan], np.float32)),
+    (gymnasium.spaces.Box(-1, 1, (2,), np.float32), np.zeros(3, np.float32)),
+])
+def test_invalid_actions_are_refused_naming_the_environment(space, action):
+  with pytest.raises(env_wrappers.InvalidActionError, match='for environment 7, which is not'):
+    env_wrappers.check_action(space, action, env_id=7)
+
+
+def test_valid_actions_pass_and_the_batched_env_checks_every_step():
+  env_wrappers.check_action(gymnasium.spaces.Discrete(2), np.int32(1), 0)
+  env_wrappers.check_action(gymnasium.spaces.Box(-1, 1, (2,), np.float32),
+                            np.array([0.5, -2.], np.float32), 0)  # Bounds: the env's business.
+  batched = env_wrappers.BatchedEnvironment(lambda env_id, config: gymnasium.make('CartPole-v1'),
+                                            2, 4, None)
+  batched.reset()
+  batched.step(np.array([0, 1]))
+  with pytest.raises(env_wrappers.InvalidActionError, match='for environment 5'):
+    batched.step(np.array([0, 2]))
+  batched.close()

@@ -1,0 +1,78 @@
+"""The actor loop against a real gRPC server: what it retries and what stops it."""
+
+import types
+
+import gymnasium
+import pytest
+import tensorflow as tf
+
+from seed_rl import grpc
+from seed_rl.common import actor
+from seed_rl.common import specs
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _config(tmp_path):
+  return types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock', task=0,
+                               env_batch_size=2, render=False, seed=None)
+
+
+def _serve(tmp_path, inference):
+  server = grpc.Server([f'unix:{tmp_path}/learner.sock'])
+  server.bind(inference)
+  server.start()
+  return server
+
+
+def _signature(batch_size):
+  space = gymnasium.make('CartPole-v1').observation_space
+  return specs.inference_input_specs(batch_size, specs.env_output_specs_for(space))
+
+
+def _cartpole(env_id, config):
+  del env_id, config
+  return gymnasium.make('CartPole-v1')
+
+
+def test_a_refused_call_stops_the_actor_with_the_learner_s_message(tmp_path):
+
+  @tf.function(input_signature=_signature(2))
+  def inference(env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    tf.debugging.assert_less(env_ids, 0, message='env ids outside [0, 0)')
+    return tf.zeros([2], tf.int64)
+
+  server = _serve(tmp_path, inference)
+  try:
+    with pytest.raises(actor.FatalActorError,
+                       match=r'refused the calls of actor 0: .*env ids outside \[0, 0\)'):
+      actor.actor_loop(_cartpole, _config(tmp_path), max_steps=5)
+  finally:
+    server.shutdown()
+
+
+def test_an_invalid_action_stops_the_actor_naming_the_environment(tmp_path):
+
+  @tf.function(input_signature=_signature(2))
+  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    return tf.constant([0, 2], tf.int64)  # CartPole has actions 0 and 1.
+
+  server = _serve(tmp_path, inference)
+  try:
+    with pytest.raises(actor.FatalActorError, match='action 2 for environment 1, which is not'):
+      actor.actor_loop(_cartpole, _config(tmp_path), max_steps=5)
+  finally:
+    server.shutdown()
+
+
+def test_valid_actions_run_the_requested_steps(tmp_path):
+
+  @tf.function(input_signature=_signature(2))
+  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    return tf.constant([0, 1], tf.int64)
+
+  server = _serve(tmp_path, inference)
+  try:
+    actor.actor_loop(_cartpole, _config(tmp_path), max_steps=5)
+  finally:
+    server.shutdown()
