@@ -12,14 +12,19 @@ Batching and fan-out follow the original SEED RL op, with two fixes: result rows
 sliced per caller (the original used the mode of the call that completed the batch), and a client
 block that would overflow the batch is an INVALID_ARGUMENT for that caller (the original aborted
 the process).
+
+An optional per-method `Validator` checks the values of each request (e.g. env ids in range)
+before its rows join a batch, so one bad caller is refused alone instead of making the whole
+batch's function fail for every caller in it.
 """
 
 import _thread
 import collections
 import dataclasses
+import logging
 import math
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -32,8 +37,12 @@ from seed_rl.grpc import wire
 Runner = Callable[[List[np.ndarray]], List[np.ndarray]]
 # Runs a job on the calling thread and hands every caller its response (see MethodBatcher).
 Executor = Callable[['Job'], None]
+# Checks the flat argument arrays of one request; raises ValueError to refuse it (see Server.bind).
+Validator = Callable[[List[np.ndarray]], None]
 
 _PLAN_CACHE_SIZE = 64
+
+_log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,12 +66,14 @@ class MethodSpec:
     output_codes: wire dtype of each flat output.
     batch_size: N for a batched method (see `detect_batch_size`), None for direct calls only.
     runners: the bound functions; consecutive launches go round robin over them.
+    validate: optional check of each request's argument values (see `Server.bind`).
   """
   name: str
   args: List[ArgSpec]
   output_codes: List[int]
   batch_size: Optional[int]
   runners: List[Runner]
+  validate: Optional[Validator] = None
 
 
 def detect_batch_size(input_shapes: Sequence[Optional[Sequence[Optional[int]]]],
@@ -155,6 +166,9 @@ class _Plan:
   rows: int = 1
   single: bool = True
   nbytes: List[int] = dataclasses.field(default_factory=list)  # expected len(content) per arg
+  # Per argument (wire dtype or None for strings, shape as sent): the validator's views.
+  shapes: List[Tuple[Optional[np.dtype], Tuple[int, ...]]] = dataclasses.field(
+      default_factory=list)
   # Direct calls: per argument (wire dtype, shape, len(content)) to view the bytes as an array,
   # or None where the generic decoder must check (strings, negative dimensions).
   views: List[Optional[Tuple[np.dtype, Tuple[int, ...], int]]] = dataclasses.field(
@@ -263,6 +277,8 @@ class MethodBatcher:
     self._batch_size = spec.batch_size
     self._counter = 0
     self._plans: Dict[Tuple[Any, ...], _Plan] = collections.OrderedDict()
+    self._validator = spec.validate
+    self._logged_validator_errors: Set[type] = set()
     if spec.batch_size is not None:
       self._full_shapes = tuple(a.shape for a in spec.args)
       self._element_shapes = tuple(a.shape[1:] for a in spec.args)
@@ -331,6 +347,7 @@ class MethodBatcher:
     extra = 1 if batched_call else 0
     self._check_args(key, element_shapes, extra_rank=extra)
     rows = key[0][1][0] if batched_call else 1
+    shapes = [(codec.WIRE_DTYPE_BY_CODE.get(code), shape) for code, shape in key]
     if batched_call:
       for i, (_, shape) in enumerate(key):
         if shape[0] != rows:
@@ -343,7 +360,7 @@ class MethodBatcher:
                        f'{self._batch_size} rows (Learner-side batch size exceeded)')
     # Expected len(content) of every argument (0 for strings, whose count is checked apart).
     nbytes = [rows * rb for rb in self._row_bytes]
-    return _Plan(direct=False, rows=rows, single=not batched_call, nbytes=nbytes)
+    return _Plan(direct=False, rows=rows, single=not batched_call, nbytes=nbytes, shapes=shapes)
 
   def _check_args(self, key, expected_shapes, extra_rank: int) -> None:
     fmt = codec.format_shape
@@ -361,6 +378,39 @@ class MethodBatcher:
       if code != want_code:
         raise _invalid(f'Expects arg[{i}] to be {codec.dtype_name(want_code)} but '
                        f'{codec.dtype_name(code)} is provided')
+
+  def _check_values(self, arrays: List[np.ndarray]) -> None:
+    """Runs the method's validator on one request's arrays (the caller's thread, no lock held).
+
+    ValueError refuses the request with INVALID_ARGUMENT and the error's message; any other
+    exception is a bug of the validator: INTERNAL for this caller, and its traceback is logged the
+    first time each exception type occurs (a broken validator must not flood the log).
+    """
+    try:
+      self._validator(arrays)
+    except ValueError as e:
+      raise _invalid(str(e) or f'The validator of {self._spec.name} refused the call') from None
+    except Exception as e:  # pylint: disable=broad-except
+      with self._lock:
+        first = type(e) not in self._logged_validator_errors
+        self._logged_validator_errors.add(type(e))
+      if first:
+        _log.error('seed_rl.grpc: the validator of %s raised %s (calls get INTERNAL; later %s '
+                   'errors of this validator are not logged)', self._spec.name,
+                   type(e).__name__, type(e).__name__, exc_info=e)
+      raise RequestError(errors.INTERNAL, f'The validator of {self._spec.name} failed: '
+                         f'{type(e).__name__}: {e}') from None
+
+  def _check_rows(self, contents, strings, plan: _Plan) -> None:
+    """Runs the validator on read-only views of a batched call's arguments, shaped as sent."""
+    arrays = []
+    string_values = iter(strings)
+    for content, (dtype, shape) in zip(contents, plan.shapes):
+      if dtype is None:
+        arrays.append(next(string_values).reshape(shape))
+      else:
+        arrays.append(np.frombuffer(content, dtype).reshape(shape))
+    self._check_values(arrays)
 
   # --- execution --------------------------------------------------------------------------------
 
@@ -381,6 +431,8 @@ class MethodBatcher:
           inputs.append(np.frombuffer(content, view[0]).reshape(view[1]))
     except codec.CodecError as e:
       raise _invalid(str(e)) from None
+    if self._validator is not None:
+      self._check_values(inputs)
     slot = Slot()
     self._execute(Job(self._next_runner(), inputs, [(slot, 0, 0, False)],
                       self._spec.output_codes, None))
@@ -403,6 +455,8 @@ class MethodBatcher:
         self._raise_size_error(tensors, contents, plan)
     strings = [codec.decode_tensor(tensors[i]).reshape((rows,) + self._element_shapes[i])
                for i in self._string_args]
+    if self._validator is not None:
+      self._check_rows(contents, strings, plan)
     slot = Slot()
     with self._lock:
       batch = self._current

@@ -8,13 +8,25 @@ mechanisms, both off by default (as in the original, which used insecure credent
   calls without it (UNAUTHENTICATED) before any bound function is reached, Init included.
   Without TLS the token travels in clear text, so use both on untrusted networks.
 
+TLS alone does not keep anyone out: it authenticates the server to the clients, not the clients
+to the server. Only the token does that.
+
+The server checks the token from the call metadata before it reads a request's body, and logs
+refused calls through a `RefusalLog`: at most one line per client host and minute, so that a
+stranger knocking at the port cannot fill the learner's log.
+
 `server_kwargs_from_config` / `client_kwargs_from_config` turn the `grpc_token_file`,
 `grpc_tls_cert_file`, `grpc_tls_key_file` and `grpc_tls_ca_file` flags into constructor keyword
 arguments of `Server` / `Client`.
 """
 
 import hmac
-from typing import Any, Dict, Optional, Sequence, Tuple
+import logging
+import math
+import threading
+import time
+import urllib.parse
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
@@ -37,6 +49,93 @@ def has_token(metadata: Optional[Sequence[Tuple[str, Any]]], token: bytes) -> bo
         value = value.encode('utf-8')
       return hmac.compare_digest(value, token)
   return False
+
+
+def peer_host(peer: str) -> str:
+  """The client part of a gRPC peer string without its port, URL-decoded.
+
+  Every connection of a host comes from another port, so refusals are counted per host:
+  'ipv4:10.0.0.2:53211' -> 'ipv4:10.0.0.2', 'ipv6:%5B::1%5D:4127' -> 'ipv6:[::1]',
+  'unix:' stays as it is.
+  """
+  kind, sep, rest = (peer or 'unknown').partition(':')
+  if sep and kind in ('ipv4', 'ipv6') and ':' in rest:
+    rest = rest.rsplit(':', 1)[0]
+  return urllib.parse.unquote(kind + sep + rest)
+
+
+class RefusalLog:
+  """Counts refused calls per client host and logs at most one line per host and period.
+
+  The first refusal from a host is logged at once; later ones are counted and reported with the
+  first refusal after `period` seconds, or by `flush` (at server shutdown). A client that keeps
+  retrying (or a scanner) thus costs one log line a minute, not one per call. At most `max_peers`
+  hosts are tracked; beyond that, refusals of new hosts are counted under 'other hosts'.
+
+  Args:
+    logger: where the lines go (warning level).
+    reason: what the refused calls lacked or exceeded, e.g. 'without the right token'.
+    period: seconds between two lines about the same host.
+    clock: monotonic time in seconds (tests pass a fake one).
+    max_peers: hosts tracked at once.
+  """
+
+  _OTHERS = 'other hosts'
+
+  def __init__(self, logger: logging.Logger, reason: str, period: float = 60.0,
+               clock: Callable[[], float] = time.monotonic, max_peers: int = 1024):
+    self._logger = logger
+    self._reason = reason
+    self._period = period
+    self._clock = clock
+    self._max_peers = max_peers
+    self._lock = threading.Lock()
+    # host -> [time of its last line, refusals not logged yet, time of the first of them]
+    self._peers: Dict[str, List[float]] = {}
+
+  def record(self, peer: str) -> None:
+    """Counts one refused call of `peer` (a gRPC peer string); logs if the period has passed."""
+    host = peer_host(peer)
+    now = self._clock()
+    with self._lock:
+      host, entry = self._entry(host, now)
+      if not entry[1]:
+        entry[2] = now
+      entry[1] += 1
+      if now - entry[0] < self._period:
+        return
+      line = self._line(host, entry, now)
+      entry[0], entry[1] = now, 0
+    self._logger.warning(line)
+
+  def flush(self) -> None:
+    """Logs the refusals not reported yet (one line per host) and forgets every host."""
+    now = self._clock()
+    with self._lock:
+      lines = [self._line(host, entry, now) for host, entry in self._peers.items() if entry[1]]
+      self._peers.clear()
+    for line in lines:
+      self._logger.warning(line)
+
+  def _entry(self, host: str, now: float) -> Tuple[str, List[float]]:
+    """(host, its entry), made if new; hosts that would log at once anyway make room for new
+    ones, and when none does, the host is counted as 'other hosts'."""
+    entry = self._peers.get(host)
+    if entry is not None:
+      return host, entry
+    if len(self._peers) >= self._max_peers:
+      for old in [h for h, e in self._peers.items() if not e[1] and now - e[0] >= self._period]:
+        del self._peers[old]
+      if len(self._peers) >= self._max_peers:
+        host = self._OTHERS
+    return host, self._peers.setdefault(host, [-math.inf, 0, now])
+
+  def _line(self, host: str, entry: List[float], now: float) -> str:
+    count = int(entry[1])
+    minutes = max(1, round((now - entry[2]) / 60))
+    window = 'the last minute' if minutes <= 1 else f'the last {minutes} minutes'
+    return (f'seed_rl.grpc: refused {count} call{"" if count == 1 else "s"} from {host} '
+            f'{self._reason} in {window}')
 
 
 def check_token(token: Optional[bytes]) -> Optional[bytes]:

@@ -4,28 +4,38 @@ Server model: the **synchronous grpcio server** with a pool of daemon threads si
 of client streams (`max_concurrent_streams`, default 1024), and no other threads. Every actor keeps
 one stream open for its whole life, and a sync server parks one pool thread per open stream, so
 the pool is sized for the largest expected number of actors: an idle stream costs one parked
-thread (a few tens of KB of memory, no CPU). gRPC's `maximum_concurrent_rpcs` is set to the same
-number, so a stream beyond the limit is refused with RESOURCE_EXHAUSTED instead of waiting
-silently for a free thread. Why not grpc.aio (one event-loop thread for any number of streams):
-the bound function must not run on the event loop (it may block, e.g. on a full unroll queue), so
-every batch costs two thread hand-offs (loop -> worker -> loop). In the sync model the handler
+thread (a few tens of KB of memory, no CPU). A stream beyond the limit is refused with
+RESOURCE_EXHAUSTED and a message naming the limit (the pool has a few spare threads to say so, and
+gRPC's `maximum_concurrent_rpcs` backs it up) instead of waiting silently for a free thread. Why
+not grpc.aio (one event-loop thread for any number of streams): the bound function must not run
+on the event loop (it may block, e.g. on a full unroll queue), so every batch costs two thread
+hand-offs (loop -> worker -> loop). In the sync model the handler
 thread whose request completes a batch runs the bound function itself, outside any lock, like the
 original C++ op; several batches can be in flight. With a few actors the sync model steps
 environments faster, while raw ping-pong rates of the two models are the same. Pool threads are
 daemon threads so that a bound function blocked forever (e.g. on a queue nobody drains) cannot
 keep the process from exiting.
 
+Defences, in the order a request meets them: the token, checked from the call metadata before
+anything of the request is decoded or logged (refusals are logged at most once a minute per client
+host); the stream limit; the limit on bytes in flight (`max_bytes_in_flight`: the sizes of the
+requests being decoded, queued or executed, so that many large requests cannot exhaust the
+learner's memory); then, per caller and before its rows join a batch, the shapes and dtypes of the
+request (`batching`) and the method's optional validator of values (`Server.bind`).
+
 Behaviour follows the original SEED RL op: see `batching` for batching, validation and fan-out,
-`binding` for how a tf.function is analysed, `security` for TLS/token.
+`binding` for how a tf.function is analysed, `security` for TLS, token and refusal logging.
 """
 
 import logging
 import queue
+import sys
 import threading
 from concurrent import futures
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import grpc
+import numpy as np
 import tensorflow as tf
 
 from seed_rl.grpc import batching
@@ -40,9 +50,16 @@ DEFAULT_MAX_MESSAGE_LENGTH = client_lib.DEFAULT_MAX_MESSAGE_LENGTH
 #: Default maximum number of open client streams (one per actor), i.e. of server threads.
 DEFAULT_MAX_CONCURRENT_STREAMS = 1024
 
+#: Default cap on the bytes of requests held at once (decoded, queued or executed): 1 GiB.
+DEFAULT_MAX_BYTES_IN_FLIGHT = 1 << 30
+
 _SERVICE = 'seed_rl.TensorService'
 _SHUTDOWN_MESSAGE = 'Server shutdown: the server closed while the call was pending'
 _GRACE_SECONDS = 0.1
+# Pool threads beyond max_concurrent_streams: they answer Init and refuse extra streams clearly.
+_SPARE_THREADS = 16
+_UNAUTHENTICATED_MESSAGE = ('Missing or wrong seed_rl token: this server serves only the clients '
+                            'that present its token')
 
 _log = logging.getLogger(__name__)
 
@@ -55,19 +72,29 @@ class _BadRequest:
 
 
 def _parse_call_request(data: bytes) -> Any:
+  """The CallRequest in `data`, or a `_BadRequest` (called only for authenticated callers)."""
   try:
     return service_pb2.CallRequest.FromString(data)
   except Exception as e:  # pylint: disable=broad-except
     return _BadRequest(str(e) or type(e).__name__)
 
 
+def _parse_init_request(data: bytes) -> Optional[str]:
+  """None if `data` is an InitRequest, else why not (called only for authenticated callers)."""
+  try:
+    service_pb2.InitRequest.FromString(data)
+  except Exception as e:  # pylint: disable=broad-except
+    return str(e) or type(e).__name__
+  return None
+
+
 class _Method:
   """A bound name: its analysed functions (round robin) and the spec the batcher uses."""
 
-  def __init__(self, bound: binding.BoundFunction):
+  def __init__(self, bound: binding.BoundFunction, validate: Optional[batching.Validator]):
     self.bound = [bound]
     self.spec = batching.MethodSpec(bound.name, bound.args, bound.output_codes,
-                                    bound.batch_size, [bound.runner])
+                                    bound.batch_size, [bound.runner], validate)
 
   def add(self, bound: binding.BoundFunction) -> None:
     first = self.bound[0]
@@ -145,7 +172,8 @@ class _Run:
   """One run of the server (start() to shutdown()): grpc server, thread pool and batchers."""
 
   def __init__(self, addresses: Sequence[str], methods: Dict[str, _Method], options,
-               credentials, token: Optional[bytes], max_concurrent_streams: int):
+               credentials, token: Optional[bytes], max_concurrent_streams: int,
+               max_bytes_in_flight: Optional[int]):
     self._methods = methods
     self._token = token
     self._batchers: Dict[str, batching.MethodBatcher] = {}
@@ -153,15 +181,28 @@ class _Run:
     self._closing = False
     self._running = 0  # Executions in flight.
     self._running_cv = threading.Condition()
-    self.pool = _DaemonThreadPool(max_concurrent_streams, 'seed_rl_grpc')
+    self._max_streams = max_concurrent_streams
+    self._max_bytes = max_bytes_in_flight
+    self._limits_lock = threading.Lock()
+    self._streams = 0  # Authenticated Call streams open.
+    self.bytes_in_flight = 0  # Sizes of the requests being decoded, queued or executed.
+    self._refused_token = security.RefusalLog(_log, 'without the right token')
+    self._refused_bytes = security.RefusalLog(
+        _log, f'over the limit on bytes in flight (max_bytes_in_flight={max_bytes_in_flight})')
+    self._refused_streams = security.RefusalLog(
+        _log, f'over the stream limit (max_concurrent_streams={max_concurrent_streams})')
+    # No request deserializers: the handlers check the token before they decode anything, and
+    # see each request's size for the limit on bytes in flight.
+    self.pool = _DaemonThreadPool(max_concurrent_streams + _SPARE_THREADS, 'seed_rl_grpc')
     self._server = grpc.server(
-        self.pool, options=options, maximum_concurrent_rpcs=max_concurrent_streams,
+        self.pool, options=options,
+        maximum_concurrent_rpcs=max_concurrent_streams + _SPARE_THREADS,
         handlers=[grpc.method_handlers_generic_handler(_SERVICE, {
             'Init': grpc.unary_unary_rpc_method_handler(
-                self._init, request_deserializer=service_pb2.InitRequest.FromString,
+                self._init, request_deserializer=None,
                 response_serializer=service_pb2.InitResponse.SerializeToString),
             'Call': grpc.stream_stream_rpc_method_handler(
-                self._call, request_deserializer=_parse_call_request, response_serializer=None),
+                self._call, request_deserializer=None, response_serializer=None),
         })])
     self.ports: List[int] = []
     for address in addresses:
@@ -195,6 +236,8 @@ class _Run:
         _log.warning('seed_rl.grpc: bound functions still running %.1f s after shutdown; '
                      'their results are dropped.', timeout)
     self.pool.shutdown(wait=False)
+    for refusals in (self._refused_token, self._refused_streams, self._refused_bytes):
+      refusals.flush()
 
   def _fail_pending(self) -> None:
     with self._batchers_lock:
@@ -231,23 +274,95 @@ class _Run:
     return batcher
 
   def _authorize(self, context) -> None:
+    """Aborts the RPC with UNAUTHENTICATED unless its metadata presents the token.
+
+    Looks at the metadata only: a refused request's body is never decoded, and the refusal is
+    counted, not logged per call (`security.RefusalLog`). `context.abort` makes grpcio answer
+    without logging anything either.
+    """
     if self._token is not None and not security.has_token(context.invocation_metadata(),
                                                           self._token):
-      context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                    'Missing or wrong seed_rl token: this server serves only the clients that '
-                    'present its token')
+      self._refused_token.record(context.peer())
+      context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED_MESSAGE)
 
-  def _init(self, request, context) -> service_pb2.InitResponse:
-    del request
+  def _streams_message(self) -> str:
+    return (f'Too many client streams: the server already serves {self._streams}, its limit '
+            f'(Server(..., max_concurrent_streams={self._max_streams})); each actor holds one')
+
+  def _init(self, data: bytes, context) -> service_pb2.InitResponse:
+    """Returns the output signatures; refuses a client that could not open its stream."""
     self._authorize(context)
+    if self._streams >= self._max_streams:
+      self._refused_streams.record(context.peer())
+      context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._streams_message())
+    reason = _parse_init_request(data)
+    if reason is not None:
+      context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'Cannot parse InitRequest: {reason}')
     return service_pb2.InitResponse(method_output_signature=[
         service_pb2.MethodOutputSignature(name=name, output_signature=m.bound[0].output_structure)
         for name, m in list(self._methods.items())])
 
+  def _open_stream(self, context) -> None:
+    """Counts an authenticated stream, or aborts it with RESOURCE_EXHAUSTED beyond the limit."""
+    with self._limits_lock:
+      if self._streams < self._max_streams:
+        self._streams += 1
+        return
+      message = self._streams_message()
+    self._refused_streams.record(context.peer())
+    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+  def _close_stream(self) -> None:
+    with self._limits_lock:
+      self._streams -= 1
+
   def _call(self, request_iterator, context):
+    """One client stream: one response per request, in order."""
     self._authorize(context)
-    for request in request_iterator:
-      yield self._dispatch(request)
+    self._open_stream(context)
+    try:
+      for data in request_iterator:
+        size = len(data)
+        refusal = self._admit(size, context)
+        if refusal is not None:
+          yield refusal
+          continue
+        try:
+          request = _parse_call_request(data)
+          data = None  # Only the parsed request is needed from here on.
+          response = self._dispatch(request)
+          request = None
+        finally:
+          self._release(size)
+        yield response
+    finally:
+      self._close_stream()
+
+  def _admit(self, size: int, context) -> Optional[bytes]:
+    """Counts a request of `size` bytes in flight; the error response if that is over the limit.
+
+    The bytes stay counted until the request's response is ready (`_release`).
+    """
+    limit = self._max_bytes
+    with self._limits_lock:
+      held = self.bytes_in_flight
+      if limit is None or held + size <= limit:
+        self.bytes_in_flight = held + size
+        return None
+    self._refused_bytes.record(context.peer())
+    if size > limit:
+      message = (f'Request of {size} bytes refused: it is larger than the server\'s limit on the '
+                 f'bytes of requests in flight, {limit} bytes '
+                 f'(Server(..., max_bytes_in_flight={limit}))')
+    else:
+      message = (f'Request of {size} bytes refused: the server already holds {held} bytes of '
+                 f'requests in flight and its limit is {limit} bytes '
+                 f'(Server(..., max_bytes_in_flight={limit})); retry later, or raise the limit')
+    return batching.error_response(errors.RESOURCE_EXHAUSTED, message)
+
+  def _release(self, size: int) -> None:
+    with self._limits_lock:
+      self.bytes_in_flight -= size
 
   def _dispatch(self, request) -> bytes:
     if self._closing:
@@ -285,12 +400,22 @@ class Server:
     tls_certificate_chain: PEM certificate chain; with `tls_private_key`, serve over TLS.
     tls_private_key: PEM private key of the certificate.
     token: shared secret (bytes); if set, calls that do not present it get UNAUTHENTICATED and
-      never reach a bound function.
-    max_concurrent_streams: the most client streams (actors) served at once; each open stream
-      holds one server thread. Streams beyond it are refused with RESOURCE_EXHAUSTED.
+      never reach a bound function. The token is checked from the call metadata before anything
+      of the request is decoded; refused calls are logged at most once a minute per client host.
+      TLS alone authenticates only the server: without a token, anyone who can reach the port is
+      served.
+    max_concurrent_streams: the most client streams (actors) served at once, default 1024; each
+      open stream holds one server thread. A client beyond it is refused with RESOURCE_EXHAUSTED
+      (at Init, or when it opens its stream) and a message that names this keyword.
+    max_bytes_in_flight: cap on the summed sizes of the requests being decoded, queued for a
+      batch or executed, default 1 GiB (`DEFAULT_MAX_BYTES_IN_FLIGHT`); None for no cap. A request
+      that would go beyond it gets RESOURCE_EXHAUSTED (its stream stays open) with a message that
+      names this keyword. Each actor's request waits in a batch until the batch is full, so the
+      cap must exceed (number of actors) x (bytes of one actor's request); the default leaves room
+      for 1024 actors sending up to 1 MiB each, e.g. 16 Atari observations of 84x84x4.
     shutdown_timeout: seconds `shutdown` waits for executions still running.
   Raises:
-    ValueError: not in eager mode, or inconsistent TLS arguments.
+    ValueError: not in eager mode, inconsistent TLS arguments, or a limit below 1.
     tf.errors.InvalidArgumentError: `server_addresses` is not a list of strings.
   """
 
@@ -300,6 +425,7 @@ class Server:
                tls_private_key: Optional[bytes] = None,
                token: Optional[bytes] = None,
                max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+               max_bytes_in_flight: Optional[int] = DEFAULT_MAX_BYTES_IN_FLIGHT,
                shutdown_timeout: float = 5.0):
     if not tf.executing_eagerly():
       raise ValueError('Only eager mode is currently supported.')
@@ -313,6 +439,9 @@ class Server:
     if max_concurrent_streams < 1:
       raise ValueError(
           f'max_concurrent_streams must be at least 1, got {max_concurrent_streams}.')
+    if max_bytes_in_flight is not None and max_bytes_in_flight < 1:
+      raise ValueError(
+          f'max_bytes_in_flight must be at least 1 (or None), got {max_bytes_in_flight}.')
     self._addresses = list(server_addresses)
     self._credentials = security.server_credentials(tls_certificate_chain, tls_private_key)
     self._token = security.check_token(token)
@@ -323,30 +452,56 @@ class Server:
         ('grpc.so_reuseport', 0),
     ]
     self._max_concurrent_streams = max_concurrent_streams
+    self._max_bytes_in_flight = max_bytes_in_flight
     self._shutdown_timeout = shutdown_timeout
     self._methods: Dict[str, _Method] = {}
     self._cpu_device = binding.cpu_device_name()
     self._run: Optional[_Run] = None
     self._lock = threading.Lock()
 
-  def bind(self, fn: Any) -> None:
+  def bind(self, fn: Any,
+           validate: Optional[Callable[[List[np.ndarray]], None]] = None) -> None:
     """Binds a tf.function, or a list of them served round robin per batch under one name.
 
     The name on the wire is the Python function's `__name__`. Each function needs an
     input_signature; it is batched, as in the original, if all inputs share a leading dimension N
     that the outputs keep (`batching.detect_batch_size`).
 
+    `validate`, if given, checks the values of every request on its own, before its rows join a
+    batch, so that one bad caller (e.g. an env id out of range) is refused alone instead of making
+    the bound function fail for every caller of the batch. It is called as `validate(arrays)`
+    with the request's arguments flattened in input-signature order (`tf.nest.flatten`), as
+    read-only numpy views of the received bytes (strings: object arrays of bytes) shaped as the
+    caller sent them: `(rows,) + row shape` for a block of rows, the row shape alone for a
+    single element, the full shape for a direct call. Shapes and dtypes are already checked
+    against the signature. It runs once per request, on the caller's handler thread, after the
+    checks of shapes and dtypes and without any lock held (several run at once: it must be
+    thread-safe; a slow one delays only its own caller). It applies to direct (full-batch or
+    unbatched) calls too.
+    - Raising `ValueError(msg)` refuses that caller alone: it gets INVALID_ARGUMENT with `msg`
+      (`seed_rl.grpc.InvalidArgumentError`, or `tf.errors.InvalidArgumentError` when TensorFlow
+      is loaded in the client), and the batch runs for the other callers.
+    - Any other exception is a bug of the validator: that caller gets INTERNAL, and the traceback
+      is logged once per exception type (logger `seed_rl.grpc.batching`).
+
+    Args:
+      fn: a tf.function with input_signature, or a list of them (same signature and outputs).
+      validate: optional `validate(arrays: List[np.ndarray]) -> None`, for every function bound
+        under this name.
     Raises:
       ValueError: a function has no input_signature, or unsupported inputs/outputs.
+      TypeError: `validate` is not callable.
       tf.errors.InvalidArgumentError: the name is already bound.
     """
+    if validate is not None and not callable(validate):
+      raise TypeError(f'validate must be callable or None, got {type(validate).__name__}.')
     fns = [fn] if callable(fn) else list(fn)
     with self._lock:
       for i, f in enumerate(fns):
         bound = binding.bind_function(f, self._cpu_device)
         method = self._methods.get(bound.name)
         if method is None:
-          self._methods[bound.name] = _Method(bound)
+          self._methods[bound.name] = _Method(bound, validate)
         elif i == 0:
           raise tf.errors.InvalidArgumentError(
               None, None, f"Function '{bound.name}' was bound twice.")
@@ -366,7 +521,7 @@ class Server:
       if not self._methods:
         raise tf.errors.UnavailableError(None, None, 'No function was bound')
       run = _Run(self._addresses, self._methods, self._options, self._credentials, self._token,
-                 self._max_concurrent_streams)
+                 self._max_concurrent_streams, self._max_bytes_in_flight)
       run.start()
       self._run = run
 
@@ -392,6 +547,13 @@ class Server:
       run.stop(self._shutdown_timeout)
 
   def __del__(self):
+    """Stops a dropped server; not at interpreter exit, where stopping would hang.
+
+    grpcio's stop starts a thread, and a thread started while the interpreter finalizes never
+    runs: a script that ended without `shutdown` would hang forever instead of exiting.
+    """
+    if sys.is_finalizing():
+      return
     try:
       self.shutdown()
     except Exception:  # pylint: disable=broad-except

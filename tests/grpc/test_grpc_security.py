@@ -1,7 +1,11 @@
 """TLS and shared-token access control of seed_rl.grpc, and the flags that configure them."""
 
+import logging
+import os
 import queue
+import re
 import subprocess
+import sys
 import types
 
 import grpc as grpcio
@@ -12,6 +16,8 @@ import tensorflow as tf
 from seed_rl import grpc
 from seed_rl.grpc import security
 from seed_rl.grpc import service_pb2
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _self_signed_with_cryptography(directory, name):
@@ -207,3 +213,204 @@ def test_flags_are_defined():
   for name in ('grpc_token_file', 'grpc_tls_cert_file', 'grpc_tls_key_file', 'grpc_tls_ca_file'):
     assert flags.FLAGS[name].default is None
   assert flags.FLAGS['server_address'].default == 'localhost:8686'
+
+
+# --- refusals before decoding, and their logging ------------------------------------------------
+
+_REFUSED_LINE = re.compile(r'refused (\d+) calls? from (\S+) without the right token in the last '
+                           r'minute$')
+
+
+def _grpc_log_records(caplog):
+  """Records of the seed_rl.grpc loggers and of grpcio's own (which logs decoding tracebacks)."""
+  return [r for r in caplog.records if r.name.startswith(('seed_rl.grpc', 'grpc'))]
+
+
+@pytest.mark.timeout(120)
+def test_unauthenticated_garbage_is_refused_before_decoding_and_not_logged(
+    servers, clients, unix_address, caplog, monkeypatch):
+  from seed_rl.grpc import server as server_lib  # pylint: disable=g-import-not-at-top
+  decoded = []
+  for name in ('_parse_call_request', '_parse_init_request'):
+    original = getattr(server_lib, name)
+    monkeypatch.setattr(server_lib, name,
+                        lambda data, original=original, name=name: (decoded.append(name),
+                                                                    original(data))[1])
+  caplog.set_level(logging.DEBUG)
+  foo, calls = _make_counter_fn()
+  server = servers([unix_address], token=b'secret')
+  server.bind(foo)
+  server.start()
+  garbage = b'\xff\xfe\x00 not a protobuf message'
+  channel = grpcio.insecure_channel(unix_address)
+  rounds = 25
+  try:
+    init = channel.unary_unary('/seed_rl.TensorService/Init')
+    call = channel.stream_stream('/seed_rl.TensorService/Call')
+    for _ in range(rounds):
+      with pytest.raises(grpcio.RpcError) as info:
+        init(garbage, timeout=30, wait_for_ready=True)
+      assert info.value.code() == grpcio.StatusCode.UNAUTHENTICATED
+      stream = call(iter([garbage]), timeout=30, wait_for_ready=True)
+      with pytest.raises(grpcio.RpcError) as info:
+        next(stream)
+      assert info.value.code() == grpcio.StatusCode.UNAUTHENTICATED
+    assert decoded == []
+    # With the token, garbage is decoded and refused as such, still without a traceback.
+    metadata = security.token_metadata(b'secret')
+    with pytest.raises(grpcio.RpcError) as info:
+      init(garbage, timeout=30, metadata=metadata)
+    assert info.value.code() == grpcio.StatusCode.INVALID_ARGUMENT
+    assert 'Cannot parse InitRequest' in info.value.details()
+    response = service_pb2.CallResponse.FromString(
+        next(call(iter([garbage]), timeout=30, metadata=metadata)))
+    assert response.status_code == grpc.errors.INVALID_ARGUMENT
+    assert decoded == ['_parse_init_request', '_parse_call_request']
+  finally:
+    channel.close()
+  assert calls.numpy() == 0
+  assert clients(unix_address, token=b'secret').foo(1) == 2
+  records = _grpc_log_records(caplog)
+  assert not [r for r in records if r.exc_info or 'Traceback' in r.getMessage()], records
+  assert 'Traceback' not in caplog.text
+  # 2 x 25 refused calls, one line about them so far ...
+  lines = [_REFUSED_LINE.search(r.getMessage()) for r in records]
+  lines = [m for m in lines if m]
+  assert [(m.group(1), m.group(2)) for m in lines] == [('1', 'unix:')], caplog.text
+  # ... and the rest is reported when the server shuts down.
+  server.shutdown()
+  lines = [m for m in (_REFUSED_LINE.search(r.getMessage()) for r in _grpc_log_records(caplog))
+           if m]
+  assert [int(m.group(1)) for m in lines] == [1, 2 * rounds - 1]
+
+
+class FakeClock:
+
+  def __init__(self):
+    self.now = 1000.0
+
+  def __call__(self):
+    return self.now
+
+
+@pytest.mark.timeout(30)
+def test_refusal_log_writes_one_line_per_host_and_minute(caplog):
+  caplog.set_level(logging.INFO)
+  clock = FakeClock()
+  log = security.RefusalLog(logging.getLogger('seed_rl.grpc.test'), 'without the right token',
+                            clock=clock, max_peers=3)
+
+  def lines():
+    out = [r.getMessage() for r in caplog.records]
+    caplog.clear()
+    return out
+
+  log.record('ipv4:10.0.0.2:50001')
+  assert lines() == ['seed_rl.grpc: refused 1 call from ipv4:10.0.0.2 without the right token '
+                     'in the last minute']
+  for port in range(500):  # Every connection comes from another port: still the same host.
+    clock.now += 0.1
+    log.record(f'ipv4:10.0.0.2:{50002 + port}')
+  assert lines() == []
+  clock.now += 15
+  log.record('ipv4:10.0.0.2:1')
+  assert lines() == ['seed_rl.grpc: refused 501 calls from ipv4:10.0.0.2 without the right '
+                     'token in the last minute']
+  log.record('ipv6:%5B::1%5D:4127')
+  assert lines() == ['seed_rl.grpc: refused 1 call from ipv6:[::1] without the right token in '
+                     'the last minute']
+  log.record('ipv4:10.0.0.2:2')
+  clock.now += 600
+  log.record('ipv4:10.0.0.2:3')
+  assert lines() == ['seed_rl.grpc: refused 2 calls from ipv4:10.0.0.2 without the right token '
+                     'in the last 10 minutes']
+
+
+@pytest.mark.timeout(30)
+def test_refusal_log_tracks_a_bounded_number_of_hosts(caplog):
+  caplog.set_level(logging.INFO)
+  clock = FakeClock()
+  log = security.RefusalLog(logging.getLogger('seed_rl.grpc.test'), 'over the limit',
+                            clock=clock, max_peers=2)
+  for host in ('a', 'b', 'c', 'd'):
+    log.record(f'ipv4:{host}:1')
+  assert [r.getMessage() for r in caplog.records] == [
+      f'seed_rl.grpc: refused 1 call from {host} over the limit in the last minute'
+      for host in ('ipv4:a', 'ipv4:b', 'other hosts')]
+  caplog.clear()
+  log.flush()  # d was counted under 'other hosts'.
+  assert [r.getMessage() for r in caplog.records] == [
+      'seed_rl.grpc: refused 1 call from other hosts over the limit in the last minute']
+  caplog.clear()
+  for host in ('a', 'b'):
+    log.record(f'ipv4:{host}:1')
+  clock.now += 61  # a and b would be logged at once again: they make room for new hosts.
+  log.record('ipv4:e:1')
+  assert [r.getMessage() for r in caplog.records][-1] == (
+      'seed_rl.grpc: refused 1 call from ipv4:e over the limit in the last minute')
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize('peer, host', [
+    ('ipv4:10.0.0.2:53211', 'ipv4:10.0.0.2'),
+    ('ipv6:%5B::1%5D:4127', 'ipv6:[::1]'),
+    ('ipv6:%5Bfd00::1%5D:80', 'ipv6:[fd00::1]'),
+    ('unix:', 'unix:'),
+    ('unix:/tmp/x.sock', 'unix:/tmp/x.sock'),
+    ('', 'unknown'),
+])
+def test_peer_host(peer, host):
+  assert security.peer_host(peer) == host
+
+
+_REFUSALS_SCRIPT = r'''
+import logging, sys
+logging.basicConfig(stream=sys.stderr, level=logging.INFO, format='%(name)s: %(message)s')
+import grpc as grpcio
+import tensorflow as tf
+from seed_rl import grpc
+
+@tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+def foo(x):
+  return x + 1
+
+address = sys.argv[1]
+server = grpc.Server([address], token=b'secret')
+server.bind(foo)
+server.start()
+assert grpc.Client(address, token=b'secret', timeout=60).foo(1) == 2  # TensorFlow has run.
+print('REFUSALS START', file=sys.stderr, flush=True)
+channel = grpcio.insecure_channel(address)
+codes = set()
+for _ in range(20):
+  for method, arity in (('Init', 'unary_unary'), ('Call', 'stream_stream')):
+    rpc = getattr(channel, arity)('/seed_rl.TensorService/' + method)
+    try:
+      response = rpc(b'\xff\xfe garbage' if arity == 'unary_unary' else iter([b'\xff garbage']),
+                     timeout=30, wait_for_ready=True)
+      next(response)
+    except grpcio.RpcError as e:
+      codes.add(e.code().name)
+channel.close()
+print('REFUSALS END', codes, file=sys.stderr, flush=True)
+# No server.shutdown(): a script that forgets it must still exit (Server.__del__ at exit).
+'''
+
+
+@pytest.mark.timeout(180)
+def test_refused_calls_write_no_traceback_nor_tensorflow_warning(tmp_path, sock_dir):
+  """The learner's whole stderr (Python logging, TensorFlow's and gRPC's C++ logs at their most
+  verbose) while an unauthenticated client sends garbage: one rate-limited line, nothing else."""
+  script = tmp_path / 'refusals.py'
+  script.write_text(_REFUSALS_SCRIPT)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='0', GRPC_VERBOSITY='ERROR',
+             PYTHONPATH=_ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+  result = subprocess.run([sys.executable, str(script), f'unix:{sock_dir}/refusals.sock'],
+                          capture_output=True, text=True, timeout=170, env=env, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  during = result.stderr.split('REFUSALS START\n', 1)[1].split('REFUSALS END', 1)
+  assert "{'UNAUTHENTICATED'}" in during[1], result.stderr[-3000:]
+  assert during[0].splitlines() == [
+      'seed_rl.grpc.server: seed_rl.grpc: refused 1 call from unix: without the right token in '
+      'the last minute'], during[0]
+  assert 'Traceback' not in result.stderr, result.stderr
