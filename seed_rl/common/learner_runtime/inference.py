@@ -47,16 +47,24 @@ class EnvStates(tf.Module):
     self._next_first_agent_states = env_state.PerEnvState(num_training_envs, specs.agent_state,
                                                           'next_first_agent_states')
     self.unroll_specs = Unroll(specs.agent_state, *self._store.unroll_specs)
+    # Batches run concurrently, and calls for the same env ids (a client repeating another's)
+    # must not interleave the read-modify-write of an env's position in its unroll.
+    self._unroll_lock = tf.CriticalSection(name='unroll_lock')
 
   def reset(self, env_ids, initial_state: Callable[[Any], Any]) -> None:
     """Starts the state of `env_ids` afresh: new actor, no history."""
     self._agent_states.replace(env_ids, initial_state(tf.size(env_ids)))
     self._actions.reset(env_ids)
     training_ids = tf.boolean_mask(env_ids, env_ids < self.num_training_envs)
-    self._store.reset(training_ids)
     initial_states = initial_state(tf.size(training_ids))
-    self._first_agent_states.replace(training_ids, initial_states)
-    self._next_first_agent_states.replace(training_ids, initial_states)
+
+    def reset_unrolls():
+      self._store.reset(training_ids)
+      self._first_agent_states.replace(training_ids, initial_states)
+      self._next_first_agent_states.replace(training_ids, initial_states)
+      return tf.constant(0)
+
+    self._unroll_lock.execute(reset_unrolls)
 
   def read(self, env_ids):
     """`(prev_actions, agent_states)` of `env_ids`."""
@@ -77,6 +85,10 @@ class EnvStates(tf.Module):
     is_training = env_ids < self.num_training_envs
     select = lambda nest: tf.nest.map_structure(lambda t: tf.boolean_mask(t, is_training), nest)
     env_ids, prev_agent_states, step = select((env_ids, prev_agent_states, step))
+    return self._unroll_lock.execute(
+        lambda: self._append_training_steps(env_ids, prev_agent_states, step))
+
+  def _append_training_steps(self, env_ids, prev_agent_states, step) -> Unroll:
     starts_next = self._store.starts_next_unroll(env_ids)
     self._next_first_agent_states.replace(
         tf.boolean_mask(env_ids, starts_next),

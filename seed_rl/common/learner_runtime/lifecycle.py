@@ -8,7 +8,7 @@ in its own thread and the main thread closes the learner's queues to release it.
 import contextlib
 import signal
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from absl import flags
 from absl import logging
@@ -80,11 +80,12 @@ def run_training(train_once: Callable[[], None], is_done: Callable[[], bool],
     raise errors[0]
 
 
-def start_server(config, inference_fns) -> 'grpc.Server':
+def start_server(config, inference_fns, validate: Callable[[Any], None]) -> 'grpc.Server':
   """A gRPC server on `config.server_address` serving `inference` (one function per inference
-  device, used round robin per batch) and, for flag configs, `get_config` for the actors."""
+  device, used round robin per batch; `validate` checks each request before it joins a batch)
+  and, for flag configs, `get_config` for the actors."""
   server = grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
-  server.bind(inference_fns)
+  server.bind(inference_fns, validate=validate)
   if isinstance(config, flags.FlagValues):
 
     @tf.function(input_signature=[])

@@ -22,6 +22,7 @@ from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import inference
+from seed_rl.common.learner_runtime import input_checks
 from seed_rl.common.learner_runtime import lifecycle
 from seed_rl.common.learner_runtime import run_record
 from seed_rl.common.learner_runtime import training
@@ -156,8 +157,10 @@ class _Learner(object):
                                       self._config.inference_batch_size,
                                       self._config.num_action_repeats, device)
         for device in self._inference_devices]
+    check = input_checks.InferenceInputCheck(self._config.num_envs, self._specs.env_output,
+                                             self._agent.name)
     with self._strategy.scope():
-      return lifecycle.start_server(self._config, inference_fns)
+      return lifecycle.start_server(self._config, inference_fns, check)
 
   def _write_logs(self) -> None:
     """Runs in the logging thread before it writes the latest step's values."""

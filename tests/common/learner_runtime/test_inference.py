@@ -1,6 +1,7 @@
 """Tests of the runtime's inference step: restarts, per-env state, unrolls, eval envs."""
 
 import collections
+import threading
 
 import numpy as np
 import pytest
@@ -134,3 +135,25 @@ def test_abandoned_episodes_are_refused_with_the_agent_name():
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match='Abandoned done states are not supported in COUNTING'):
     learner.step([0, 1], [5, 6], abandoned=(True, False))
+
+
+def test_concurrent_calls_for_the_same_env_ids_never_corrupt_the_unroll_store():
+  learner = _Learner()
+  errors = []
+
+  def call_repeatedly():
+    try:
+      for _ in range(400):
+        learner.step([0, 1], [5, 6])
+    except Exception as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  threads = [threading.Thread(target=call_repeatedly) for _ in range(8)]
+  for thread in threads:
+    thread.start()
+  for thread in threads:
+    thread.join(60)
+  assert not errors, errors[0]
+  # Every env's unrolls still hold whole, consecutive steps.
+  unrolls = learner.unrolls()
+  assert unrolls.agent_outputs.action.shape[1] == 3

@@ -1,0 +1,72 @@
+"""A live learner refuses bad callers one by one and keeps training with the good actors."""
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from seed_rl import grpc
+from seed_rl.common.structures import EnvOutput
+from tests.processes import Processes, frames_progress
+
+GYM_MAIN = 'seed_rl.environments.gym.vtrace_main'
+
+
+def _flags(tmp_path):
+  values = dict(server_address=f'unix:{tmp_path}/learner.sock', logdir=tmp_path / 'logdir',
+                num_envs=8, env_batch_size=4, inference_batch_size=8, unroll_length=10,
+                batch_size=4, total_environment_frames=10**7, save_checkpoint_secs=10**5,
+                seed=1)
+  return [f'--{name}={value}' for name, value in values.items()]
+
+
+def _training_goes_on(learner, frames=2000, timeout=60):
+  start = frames_progress(learner)
+  deadline = time.time() + timeout
+  while frames_progress(learner) < start + frames:
+    assert learner.popen.poll() is None, learner.log()[-3000:]
+    assert time.time() < deadline, 'training stopped'
+    time.sleep(0.5)
+
+
+def _nan_request(server_address):
+  client = grpc.Client(server_address)
+  env_output = EnvOutput(np.full(4, np.nan, np.float32), np.zeros(4, bool),
+                         np.zeros([4, 4], np.float32), np.zeros(4, bool), np.zeros(4, np.int32))
+  try:
+    with pytest.raises(grpc.InvalidArgumentError, match=r'reward is not finite .* \[0, 1, 2, 3\]'):
+      client.inference(np.arange(4, dtype=np.int32), np.ones(4, np.int64), env_output,
+                       np.zeros(4, np.float32))
+  finally:
+    client.close()
+
+
+@pytest.mark.timeout(300)
+def test_bad_callers_are_refused_alone_and_training_continues(tmp_path):
+  flags = _flags(tmp_path)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
+    actors = [processes.start(f'actor_{task}', GYM_MAIN,
+                              flags + ['--run_mode=actor', f'--task={task}']) for task in (0, 1)]
+    learner.wait_for(r'Progress: \d+/', timeout=120)
+
+    # An actor whose env ids the learner does not have stops with the reason, in one line.
+    outsider = processes.start('actor_2', GYM_MAIN, flags + ['--run_mode=actor', '--task=2'])
+    assert outsider.wait(90) != 0
+    assert re.search(r'seed_rl actor: The learner at .* refused the calls of actor 2: env ids '
+                     r'\[8, 9, 10, 11\] are outside the learner.s \[0, 8\)', outsider.log())
+    assert 'Traceback' not in outsider.log()
+    _training_goes_on(learner)
+
+    # NaN rewards are refused at the door and never reach the model.
+    _nan_request(f'unix:{tmp_path}/learner.sock')
+    _training_goes_on(learner)
+
+    # A second actor with --task=0: the newer one takes over, the older one is refused.
+    processes.start('actor_0_duplicate', GYM_MAIN, flags + ['--run_mode=actor', '--task=0'])
+    assert actors[0].wait(90) != 0
+    assert 'belong to another actor now' in actors[0].log()
+    assert 'are two actors running with the same --task?' in learner.log()
+    _training_goes_on(learner)
+    assert 'Inference call failed' not in actors[1].log()
