@@ -18,6 +18,10 @@ CORE_REQUIRES = [
     'gymnasium>=1.1,<2',
     'ale-py>=0.11,<0.13',
     'opencv-python-headless>=4.9',
+    # Videos of evaluation episodes (python -m seed_rl.evaluate --video=out.mp4); the
+    # imageio-ffmpeg wheel carries its own ffmpeg binary.
+    'imageio>=2.14.1,<3',
+    'imageio-ffmpeg>=0.5,<1',
     # Learning curves (python -m seed_rl.plot; event files are read by tensorboard's reader).
     'matplotlib>=3.8,<4',
 ]

@@ -37,11 +37,13 @@ def create_environment(env_id: int, config: Any) -> gymnasium.Env:
   Args:
     env_id: the environment's global id (unused here).
     config: object with attribute `env_name` and optionally `discretization` ('none', 'lin' or
-      'log'; default 'none'), `n_actions_per_dim` (default 11) and `action_ratio` (default 30).
+      'log'; default 'none'), `n_actions_per_dim` (default 11), `action_ratio` (default 30)
+      and `render_mode` (default None).
       With 'lin' or 'log', the [-1, 1] Box action space becomes
       `MultiDiscrete([n_actions_per_dim] * d)` through `env_wrappers.DiscretizeEnvWrapper`
       (evenly spaced values, or a logarithmic grid whose smallest positive value is
-      1 / action_ratio).
+      1 / action_ratio). `render_mode` is Gymnasium's, e.g. 'rgb_array' (what
+      `seed_rl.evaluate --video` asks for).
 
   Raises:
     ValueError: the id is unknown, its spaces are not Box/Discrete, or a discretization is asked
@@ -53,7 +55,7 @@ def create_environment(env_id: int, config: Any) -> gymnasium.Env:
                      f'{", ".join(DISCRETIZATIONS)}.')
   del env_id  # Seeds come from BatchedEnvironment (config.seed + env id).
   try:
-    env = gymnasium.make(config.env_name)
+    env = gymnasium.make(config.env_name, render_mode=getattr(config, 'render_mode', None))
   except gymnasium.error.Error as e:
     raise ValueError(f'Cannot create Gymnasium environment {config.env_name!r}: {e}') from e
   observation_space, action_space = env.observation_space, env.action_space

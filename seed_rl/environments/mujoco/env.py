@@ -194,7 +194,9 @@ def create_environment_fn(env_id: int, config: Any) -> gymnasium.Env:
     env_id: the environment's global id (unused: `BatchedEnvironment` seeds each env with
       `config.seed` + `env_id` on its first reset).
     config: object with `env_name` and optionally `discretization` ('none'),
-      `n_actions_per_dim` (11), `action_ratio` (30) and `num_action_repeats` (1).
+      `n_actions_per_dim` (11), `action_ratio` (30), `num_action_repeats` (1) and
+      `render_mode` (Gymnasium's, e.g. 'rgb_array' for `seed_rl.evaluate --video`; None; the
+      toy envs do not render).
 
   Raises:
     ValueError: `config.num_action_repeats` is not 1 (as the original, these envs support no
@@ -207,7 +209,10 @@ def create_environment_fn(env_id: int, config: Any) -> gymnasium.Env:
     raise ValueError(f'The MuJoCo environments support only num_action_repeats=1, got '
                      f'{num_action_repeats} (MuJoCo envs already repeat their physics steps: '
                      'frame_skip 5 for HalfCheetah).')
+  render_mode = getattr(config, 'render_mode', None)
+  gym_kwargs = ({'render_mode': render_mode}
+                if render_mode and config.env_name not in TOY_ENVS else None)
   return create_environment(config.env_name,
                             getattr(config, 'discretization', 'none') or 'none',
                             getattr(config, 'n_actions_per_dim', 11),
-                            getattr(config, 'action_ratio', 30.))
+                            getattr(config, 'action_ratio', 30.), gym_kwargs)

@@ -1,0 +1,286 @@
+"""The environment `seed_rl.evaluate` plays: the learner's, in a process without TensorFlow.
+
+The child process imports the learner's entry point (so its flags exist), parses the learner's
+flags then the user's overrides into absl's `FLAGS`, and creates one environment with the
+learner's factory: `create_env_fn(0, FLAGS)`. With a video it sets `FLAGS.render_mode` to
+'rgb_array' (the gym and MuJoCo factories pass it to `gymnasium.make`) and records the first
+episode itself (`video.RecordFirstEpisode`).
+
+Environments run apart from TensorFlow as in training, where actors never import it, and that is
+needed here: Mesa's software OpenGL (MuJoCo's renderer without a GPU) and TensorFlow both carry
+LLVM, and a process holding both crashes at the first frame. It also leaves the caller's absl
+flags alone, so one Python process can evaluate logdirs of entry points whose flags clash.
+"""
+
+import dataclasses
+import importlib
+import multiprocessing
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from absl import flags
+
+from seed_rl import video as video_lib
+
+# The info keys the actors read (`seed_rl.common.actor`); the rest stays in the child process.
+INFO_KEYS = ('score_reward', 'abandoned')
+
+
+class EvaluateError(Exception):
+  """A problem the user can fix (bad logdir, options or environment); the CLI exits with 2."""
+
+
+@dataclasses.dataclass
+class RunInfo:
+  """How the learner of a logdir ran: what is needed to recreate its environment.
+
+  Attributes:
+    entry_point: the module the learner ran as (`python -m MODULE`).
+    create_env_fn: its environment factory, 'package.module:function'.
+    agent: 'VTRACE', 'R2D2', 'SAC' (None when unknown).
+    learner_flags: the lines of its `learner_flags.txt` (None when there is none).
+  """
+  entry_point: str
+  create_env_fn: str
+  agent: str | None = None
+  learner_flags: list[str] | None = None
+
+
+def _flag_name(argument: str) -> str:
+  return argument[2:].split('=', 1)[0] if argument.startswith('--') else ''
+
+
+def _is_defined(name: str, flag_values: flags.FlagValues) -> bool:
+  """Whether `--name` parses: a defined flag, or `--noNAME` of a defined boolean one."""
+  if name in flag_values:
+    return True
+  return name.startswith('no') and name[2:] in flag_values and flag_values[name[2:]].boolean
+
+
+def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
+                flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+  """Imports the entry point and parses the learner's flags, then `overrides`, into `flag_values`.
+
+  Lines of the learner's flags that this process does not define (flags of libraries the
+  learner imported, such as TensorFlow's) are skipped; unknown `overrides` are errors. Defines
+  `--render_mode` (None) for the environment factories.
+
+  Raises:
+    EvaluateError: the entry point cannot be imported, or a flag is unknown or invalid.
+  """
+  try:
+    importlib.import_module(run.entry_point)
+  except ImportError as e:
+    raise EvaluateError(f'Cannot import the entry point {run.entry_point}: {e}') from e
+  if 'render_mode' not in flag_values:
+    flags.DEFINE_string('render_mode', None, "Gymnasium render mode of the environment "
+                        "('rgb_array' with --video), read by the environment factories.",
+                        flag_values=flag_values)
+  for argument in overrides:
+    if not argument.startswith('--'):
+      raise EvaluateError(f'Unexpected argument {argument!r}: give flags as --flag=value.')
+  learner_arguments = [line.strip() for line in run.learner_flags or []
+                       if _is_defined(_flag_name(line.strip()), flag_values)]
+  try:
+    flag_values(['seed_rl.evaluate'] + learner_arguments + list(overrides))
+  except flags.Error as e:
+    raise EvaluateError(f'Invalid flags for {run.entry_point}: {e}') from e
+  return flag_values
+
+
+def import_function(qualified_name: str) -> Callable[..., Any]:
+  """The function named 'package.module:name' (a dotted name for class members).
+
+  Raises:
+    EvaluateError: it cannot be imported.
+  """
+  module_name, _, name = qualified_name.partition(':')
+  if not module_name or not name or '<locals>' in name:
+    raise EvaluateError(f'Cannot import the environment factory {qualified_name!r}: expected '
+                        'MODULE:FUNCTION of a module-level function (--create_env_fn).')
+  try:
+    value = importlib.import_module(module_name)
+    for attribute in name.split('.'):
+      value = getattr(value, attribute)
+  except (ImportError, AttributeError) as e:
+    raise EvaluateError(f'Cannot import the environment factory {qualified_name}: {e}') from e
+  return value
+
+
+def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str | None = None
+                       ) -> Any:
+  """The learner's environment: `create_env_fn(0, FLAGS)` after `parse_flags`.
+
+  With `video`, the env is created with `FLAGS.render_mode = 'rgb_array'` and wrapped in
+  `video.RecordFirstEpisode` (an MP4 of its first episode at that path).
+
+  Raises:
+    EvaluateError: bad flags or factory, a factory that raises ValueError or ImportError
+      (e.g. an unknown environment, or its package not installed), or one that fails in
+      OpenGL when asked to render (MuJoCo without a working MUJOCO_GL backend).
+  """
+  config = parse_flags(run, overrides)
+  if video:
+    config.render_mode = 'rgb_array'
+    video_lib.prepare_rendering()
+  create_env = import_function(run.create_env_fn)
+  try:
+    env = create_env(0, config)
+  except Exception as e:  # Re-raised unless it is one of those below.
+    if video and video_lib.is_opengl_failure(e):
+      name = video_lib.configured_name(config) or run.create_env_fn
+      raise EvaluateError(str(video_lib.cannot_render(name, e))) from e
+    if isinstance(e, (ImportError, ValueError)):
+      raise EvaluateError(f'Cannot create the environment with {run.create_env_fn}: {e}') from e
+    raise
+  return video_lib.RecordFirstEpisode(env, video, config) if video else env
+
+
+def _info(info: dict[str, Any]) -> dict[str, Any]:
+  return {key: info[key] for key in INFO_KEYS if key in info}
+
+
+def _send_error(connection: Any, error: BaseException) -> None:
+  """Sends `error` and the current traceback to the parent: as a RuntimeError with its message
+  if it does not pickle, and not at all if the parent is gone."""
+  child_traceback = traceback.format_exc()
+  for sent in (error, RuntimeError(f'{type(error).__name__}: {error}')):
+    try:
+      connection.send(('error', sent, child_traceback))
+      return
+    except (OSError, EOFError):
+      return
+    except Exception:  # noqa: BLE001, S112  (it does not pickle: send the RuntimeError)
+      continue
+
+
+def _serve(connection: Any, run: RunInfo, overrides: Sequence[str], video: str | None,
+           seed: int | None) -> None:
+  """The child process: creates the environment and resets it with `seed`, then answers
+  `EnvironmentProcess` requests.
+
+  Every answer is `('ok', value)`, or `('error', exception, traceback text)` after which the
+  process ends (the parent raises the exception).
+  """
+  env = None
+  try:
+    env = create_environment(run, overrides, video)
+    observation, info = env.reset(seed=seed)
+    connection.send(('ok', (video_lib.env_name(env, flags.FLAGS), observation, _info(info))))
+    while True:
+      request, argument = connection.recv()
+      if request == 'reset':
+        observation, info = env.reset(seed=argument)
+        connection.send(('ok', (observation, _info(info))))
+      elif request == 'step':
+        observation, reward, terminated, truncated, info = env.step(argument)
+        connection.send(('ok', (observation, float(reward), bool(terminated), bool(truncated),
+                                _info(info))))
+      elif request == 'close':
+        summary = getattr(env, 'summary', None)
+        env, closing = None, env
+        closing.close()
+        connection.send(('ok', summary() if summary else None))
+        return
+      else:
+        raise ValueError(f'Unknown request {request!r}.')
+  except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001  (all reported to the parent)
+    _send_error(connection, e)
+  finally:
+    if env is not None:
+      try:
+        env.close()
+      except Exception:  # noqa: BLE001, S110  (already reporting the first error)
+        pass
+    connection.close()
+
+
+class EnvironmentProcess:
+  """The learner's environment in a child process, with Gymnasium's `reset`, `step`, `close`.
+
+  The child resets the environment with `seed` as soon as it exists, so that problems (flags,
+  factory, rendering: a video's first frame is taken then) show before the caller loads
+  anything; the first `reset` here returns that observation (its seed must be `seed`). `step`
+  and `reset` return only the info keys of `INFO_KEYS`. An exception in the child is raised
+  again here, with the child's traceback as a note; a `video.RenderError` becomes an
+  `EvaluateError` with its message.
+  """
+
+  def __init__(self, run: RunInfo, overrides: Sequence[str] = (), video: str | None = None,
+               seed: int | None = None):
+    context = multiprocessing.get_context('spawn')
+    self._connection, child_connection = context.Pipe()
+    self._process = context.Process(target=_serve, name='seed_rl.evaluate environment',
+                                    args=(child_connection, run, list(overrides), video, seed),
+                                    daemon=True)
+    self._process.start()
+    child_connection.close()
+    self._seed = seed
+    self._first_reset = None
+    self.name = None
+
+  def wait_ready(self) -> str:
+    """Waits until the environment exists and is reset; returns its name (for messages)."""
+    self.name, observation, info = self._receive()
+    self._first_reset = (observation, info)
+    return self.name
+
+  def _receive(self) -> Any:
+    while not self._connection.poll(0.5):
+      if not self._process.is_alive():
+        raise EvaluateError(f'The environment process ended (exit code '
+                            f'{self._process.exitcode}) without an answer.')
+    try:
+      message = self._connection.recv()
+    except EOFError:
+      self._process.join(5)
+      raise EvaluateError(f'The environment process ended (exit code '
+                          f'{self._process.exitcode}) without an answer.') from None
+    if message[0] == 'error':
+      _, error, child_traceback = message
+      self._connection.close()  # The child process ends after an error.
+      if isinstance(error, video_lib.RenderError):
+        raise EvaluateError(str(error))
+      if not isinstance(error, EvaluateError):
+        error.add_note(f'In the environment process:\n{child_traceback}')
+      raise error
+    return message[1]
+
+  def _call(self, request: str, argument: Any = None) -> Any:
+    self._connection.send((request, argument))
+    return self._receive()
+
+  def reset(self, *, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+    if self.name is None:
+      self.wait_ready()
+    if self._first_reset is not None:
+      if seed != self._seed:
+        raise ValueError(f'The first reset of an EnvironmentProcess uses its seed '
+                         f'{self._seed}, not {seed}.')
+      first_reset, self._first_reset = self._first_reset, None
+      return first_reset
+    return self._call('reset', seed)
+
+  def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    return self._call('step', action)
+
+  def close(self, raise_errors: bool = True) -> Any:
+    """Closes the environment and ends the process; returns the video summary, if any.
+
+    With `raise_errors=False` (cleaning up after another error) failures are ignored.
+    """
+    try:
+      if self._process.is_alive() and not self._connection.closed:
+        return self._call('close')
+      return None
+    except (Exception, KeyboardInterrupt):
+      if raise_errors:
+        raise
+      return None
+    finally:
+      self._connection.close()
+      self._process.join(10 if raise_errors else 2)
+      if self._process.is_alive():
+        self._process.kill()
+        self._process.join()

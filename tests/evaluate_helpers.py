@@ -1,0 +1,60 @@
+"""Helpers of tests/test_evaluate.py: environment factories and a library-use program.
+
+The factories are passed to `seed_rl.evaluate` with `--create_env_fn=tests.evaluate_helpers:NAME`
+to play a CartPole policy (4 observations, 2 actions) on environments that render differently.
+
+  python -m tests.evaluate_helpers LOGDIR SEED EPISODES
+
+calls `seed_rl.evaluate.evaluate` twice with the same greedy settings and prints both results as
+one JSON list (absl flags are global to a process, hence a program of its own).
+"""
+
+import json
+import sys
+import types
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from seed_rl.environments.mujoco import env as mujoco_env
+
+MUJOCO_EPISODE_STEPS = 60
+
+
+def create_environment_without_render(env_id: int, config: Any) -> gymnasium.Env:
+  """CartPole-v1 from a factory that ignores `config.render_mode` (so it cannot render)."""
+  del env_id, config
+  return gymnasium.make('CartPole-v1')
+
+
+class _PushLeftOrRight(gymnasium.ActionWrapper):
+  """Discrete(2) actions on a [-1, 1] Box of one dimension: 0 pushes left, 1 right."""
+
+  def __init__(self, env: gymnasium.Env):
+    super().__init__(env)
+    self.action_space = gymnasium.spaces.Discrete(2)
+
+  def action(self, action):
+    return np.array([1. if int(action) else -1.], np.float32)
+
+
+def create_two_action_mujoco_env(env_id: int, config: Any) -> gymnasium.Env:
+  """`config.env_name` from the MuJoCo factory (e.g. InvertedPendulum-v5: 4 observations, like
+  CartPole) with CartPole's two actions and episodes of at most `MUJOCO_EPISODE_STEPS` steps
+  (software rendering is slow); renders like every MuJoCo env (`config.render_mode`)."""
+  mujoco_config = types.SimpleNamespace(env_name=config.env_name,
+                                        render_mode=getattr(config, 'render_mode', None))
+  env = mujoco_env.create_environment_fn(env_id, mujoco_config)
+  return _PushLeftOrRight(gymnasium.wrappers.TimeLimit(env, MUJOCO_EPISODE_STEPS))
+
+
+def main(argv: list[str]) -> None:
+  from seed_rl import evaluate  # pylint: disable=g-import-not-at-top
+  logdir, seed, episodes = argv[1], int(argv[2]), int(argv[3])
+  results = [evaluate.evaluate(logdir, episodes, greedy=True, seed=seed) for _ in range(2)]
+  print(json.dumps(results))
+
+
+if __name__ == '__main__':
+  main(sys.argv)

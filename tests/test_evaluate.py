@@ -1,0 +1,369 @@
+"""seed_rl.evaluate end to end: learners train, then the CLI and the library play their exports.
+
+The V-trace check is exact. After training, the training actor is killed: no more unrolls come,
+training pauses and the parameters stay those the learner exports when it stops. The
+evaluation actor is restarted (as `tests/episode_logging_actor.py`, which logs every episode:
+the learner logs episodes only when it trains). Its environment (id 1) starts afresh: the
+learner resets its recurrent state and previous action, and the actor resets it with seed
+`--seed` + 1 and continues that random stream for the next episodes. So `evaluate --greedy
+--seed=2` on the exported policy must play the very episodes the learner then plays greedily in
+its evaluation environment, with the same returns.
+
+Everything runs in fresh processes: absl flags are global to a process, and MuJoCo's software
+OpenGL and TensorFlow cannot share one.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.processes import ROOT, Processes, frames_progress
+
+VTRACE_MAIN = 'seed_rl.environments.gym.vtrace_main'
+LOGGING_ACTOR = 'tests.episode_logging_actor'
+R2D2_MAIN = 'seed_rl.environments.gym.r2d2_main'
+SEED = 1
+EVAL_ENV_SEED = SEED + 1  # The evaluation environment has id 1.
+REPLAYED_EPISODES = 3
+# Mean return of uniformly random actions on CartPole-v1 (about 22; always one action: about 9).
+RANDOM_RETURN = 22
+EVAL_RETURN = r'\] Return: ([-\d.]+) .*Env id: 1 \(eval\)'
+LOGGED_EPISODE = r'Episode of env 1: return ([-\d.e+]+) length (\d+)'
+
+
+def _environment(**extra):
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=str(ROOT), **extra)
+
+
+def _start(arguments, **extra_environment):
+  return subprocess.Popen([sys.executable] + list(arguments), cwd=ROOT, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=_environment(**extra_environment))
+
+
+def _evaluate_cli(*arguments, **extra_environment):
+  return _start(['-m', 'seed_rl.evaluate'] + list(arguments), **extra_environment)
+
+
+def _finish(process, timeout=120):
+  """`(returncode, stdout, stderr)` of a process started by `_start`."""
+  try:
+    stdout, stderr = process.communicate(timeout=timeout)
+  finally:
+    if process.poll() is None:
+      process.kill()
+  return process.returncode, stdout, stderr
+
+
+def _episode_lines(stdout):
+  """`[(return, length)]` of the CLI's episode lines."""
+  return [(float(r), int(n)) for r, n in
+          re.findall(r'^Episode \d+: return ([-\d.e+]+), length (\d+)$', stdout, re.MULTILINE)]
+
+
+def _flags(tmp_path, **overrides):
+  values = dict(server_address=f'unix:{tmp_path}/learner.sock', logdir=tmp_path / 'logdir',
+                num_envs=2, env_batch_size=1, inference_batch_size=1, seed=SEED,
+                total_environment_frames=10**6, save_checkpoint_secs=10**5)
+  values.update(overrides)
+  return [f'--{name}={value}' for name, value in values.items()]
+
+
+def _eval_returns(log):
+  return [float(r) for r in re.findall(EVAL_RETURN, log)]
+
+
+@pytest.fixture(scope='module')
+def vtrace_run(tmp_path_factory):
+  """Trains V-trace on CartPole until its greedy evaluation returns are well above random,
+  pauses training and replays the evaluation environment from a fresh actor; returns the
+  logdir, the learner's last evaluation returns before the pause and the replayed returns."""
+  tmp_path = tmp_path_factory.mktemp('vtrace')
+  flags = _flags(tmp_path, num_eval_envs=1, unroll_length=20, batch_size=4,
+                 learning_rate=3e-3, entropy_cost=0.01)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', VTRACE_MAIN, flags + ['--run_mode=learner'])
+    actors = [processes.start(f'actor_{task}', VTRACE_MAIN,
+                              flags + ['--run_mode=actor', f'--task={task}']) for task in (0, 1)]
+    deadline = time.time() + 150
+    while True:
+      returns = _eval_returns(learner.log())
+      if (frames_progress(learner) >= 5000 and len(returns) >= 3 and
+          min(returns[-3:]) >= 5 * RANDOM_RETURN):
+        last_logged = returns[-3:]
+        break
+      assert learner.popen.poll() is None, learner.log()[-3000:]
+      assert time.time() < deadline, f'greedy returns stayed low: {returns[-10:]}'
+      time.sleep(0.5)
+    actors[0].kill()  # No more unrolls: training pauses, the policy stays what gets exported.
+    actors[1].kill()
+    time.sleep(1)
+    replay = processes.start('actor_1_logging', LOGGING_ACTOR,
+                             flags + ['--run_mode=actor', '--task=1'])
+    replay.wait_for(LOGGED_EPISODE, timeout=60, count=REPLAYED_EPISODES)
+    learner.signal(signal.SIGTERM)
+    assert learner.wait(60) == 0, learner.log()[-3000:]
+    assert 'Training finished' in learner.log()
+    replayed = [float(r) for r, _ in re.findall(LOGGED_EPISODE, replay.log())]
+  return {'logdir': str(tmp_path / 'logdir'), 'last_logged': last_logged,
+          'replayed': replayed[:REPLAYED_EPISODES],
+          'video': str(tmp_path / 'videos' / 'cartpole.mp4')}
+
+
+@pytest.fixture(scope='module')
+def vtrace_evaluations(vtrace_run):
+  """Two evaluations of the V-trace export at once (each loads TensorFlow): the library,
+  twice in one process, and the CLI with a video of one episode."""
+  library = _start(['-m', 'tests.evaluate_helpers', vtrace_run['logdir'], str(EVAL_ENV_SEED),
+                    str(REPLAYED_EPISODES)])
+  cli = _evaluate_cli(f'--logdir={vtrace_run["logdir"]}', '--greedy', f'--seed={EVAL_ENV_SEED}',
+                      '--episodes=1', f'--video={vtrace_run["video"]}')
+  yield {'library': library, 'cli': cli}
+  for process in (library, cli):
+    if process.poll() is None:
+      process.kill()
+
+
+@pytest.mark.timeout(300)
+def test_greedy_evaluation_replays_the_learners_evaluation_episodes(vtrace_run,
+                                                                     vtrace_evaluations):
+  returncode, stdout, stderr = _finish(vtrace_evaluations['library'])
+  assert returncode == 0, stderr[-3000:]
+  first, second = json.loads(stdout)
+  replayed = vtrace_run['replayed']
+  # Trained: the fixture paused training after greedy returns of at least 5 x random play;
+  # the exported policy's (training moved on a little since) still show that it acts on what
+  # it observes (one action all along returns about 9).
+  assert np.mean(replayed) >= RANDOM_RETURN, vtrace_run
+  assert first['returns'] == replayed, (first, vtrace_run)
+  assert first['lengths'] == [int(r) for r in replayed]  # CartPole: reward 1 per step.
+  assert second == first  # Deterministic with the same seed.
+  assert first['mean_return'] == pytest.approx(np.mean(replayed))
+  assert first['std_return'] == pytest.approx(np.std(replayed))
+  assert (first['agent'], first['env'], first['raw_returns'], first['video']) == (
+      'VTRACE', 'CartPole-v1', None, None)
+
+
+@pytest.mark.timeout(300)
+def test_video_of_the_first_episode(vtrace_run, vtrace_evaluations):
+  import imageio.v2 as imageio  # pylint: disable=g-import-not-at-top
+
+  returncode, stdout, stderr = _finish(vtrace_evaluations['cli'])
+  assert returncode == 0, stderr[-3000:]
+  assert f'the VTRACE policy of {VTRACE_MAIN} on CartPole-v1' in stdout
+  [(episode_return, length)] = _episode_lines(stdout)
+  assert episode_return == vtrace_run['replayed'][0]
+  assert re.search(r'^1 episodes of CartPole-v1 \(greedy actions\): return [\d.]+ ± 0\.00, '
+                   r'length [\d.]+ ± 0\.0$', stdout, re.MULTILINE), stdout
+  # The frame after the reset, then one per step; CartPole renders 600x400 at 50 fps.
+  assert f'({length + 1} frames, 600x400, 50 fps)' in stdout
+  reader = imageio.get_reader(vtrace_run['video'], format='FFMPEG')
+  assert reader.get_meta_data()['fps'] == 50
+  shapes = set()
+  for index, frame in enumerate(reader):
+    shapes.add(frame.shape)
+    if index == 0:
+      assert frame.std() > 10  # A drawing, not a blank frame.
+  assert index + 1 == length + 1
+  assert shapes == {(400, 600, 3)}
+
+
+def _expect_error(process, *fragments, timeout=120):
+  returncode, stdout, stderr = _finish(process, timeout)
+  assert returncode == 2, (returncode, stdout[-2000:], stderr[-3000:])
+  lines = [line for line in stderr.splitlines() if line.startswith('seed_rl.evaluate: error:')]
+  assert len(lines) == 1, stderr[-3000:]
+  for fragment in fragments:
+    assert fragment in lines[0], lines[0]
+  return lines[0]
+
+
+def _fake_logdir(path, runs=True, learner_flags=True):
+  """A logdir as a V-trace learner starts it, with an empty `saved_model/`."""
+  (path / 'saved_model').mkdir(parents=True)
+  if runs:
+    record = {'entry_point': VTRACE_MAIN, 'agent': 'VTRACE',
+              'create_env_fn': 'seed_rl.environments.gym.env:create_environment'}
+    (path / 'runs.jsonl').write_text(json.dumps(record) + '\n')
+  if learner_flags:
+    (path / 'learner_flags.txt').write_text('--env_name=CartPole-v1\n--nott_check_filter\n')
+  return path
+
+
+@pytest.mark.timeout(120)
+def test_logdir_errors(tmp_path):
+  (tmp_path / 'empty').mkdir()
+  processes = [
+      _evaluate_cli(f'--logdir={tmp_path / "empty"}'),
+      _evaluate_cli(f'--logdir={_fake_logdir(tmp_path / "old", False, False)}'),
+      _evaluate_cli(f'--logdir={_fake_logdir(tmp_path / "no_flags", learner_flags=False)}'),
+      _evaluate_cli(f'--logdir={_fake_logdir(tmp_path / "new")}', '--no_such_flag=1'),
+      _evaluate_cli(f'--logdir={tmp_path / "new"}', '--env_name=NoSuchEnv-v0'),
+  ]
+  _expect_error(processes[0], f'no exported policy in {tmp_path / "empty"}: train with a '
+                'learner first')
+  _expect_error(processes[1], 'has no runs.jsonl and no learner_flags.txt', '--entry_point=',
+                '--create_env_fn=')
+  message = _expect_error(processes[2], 'has no learner_flags.txt', '--entry_point=',
+                          '--create_env_fn=')
+  assert 'runs.jsonl' not in message
+  _expect_error(processes[3], f'Invalid flags for {VTRACE_MAIN}', 'no_such_flag')
+  _expect_error(processes[4], "Cannot create Gymnasium environment 'NoSuchEnv-v0'")
+
+
+def _count_frames(path):
+  """`(number of frames, shape of the first, its standard deviation)` of a video."""
+  import imageio.v2 as imageio  # pylint: disable=g-import-not-at-top
+
+  count, first = 0, None
+  for frame in imageio.get_reader(path, format='FFMPEG'):
+    count += 1
+    first = frame if first is None else first
+  return count, first.shape, float(first.std())
+
+
+@pytest.mark.timeout(120)
+def test_mujoco_video_and_environments_that_cannot_render(vtrace_run, tmp_path):
+  logdir = f'--logdir={vtrace_run["logdir"]}'
+  mujoco = ['--create_env_fn=tests.evaluate_helpers:create_two_action_mujoco_env',
+            '--env_name=InvertedPendulum-v5']
+  # MuJoCo renders through EGL by default without a display: Mesa's software renderer here,
+  # which crashes a process that also holds TensorFlow (the environment has its own).
+  renders = _evaluate_cli(logdir, '--greedy', '--episodes=1', '--seed=0',
+                          f'--video={tmp_path / "pendulum.mp4"}', *mujoco, MUJOCO_GL='',
+                          DISPLAY='')
+  video = f'--video={tmp_path / "out.mp4"}'
+  no_render = _evaluate_cli(logdir, video, '--create_env_fn=tests.evaluate_helpers:'
+                            'create_environment_without_render')
+  # Mesa has no OSMesa library here; MuJoCo cannot render then.
+  osmesa = _evaluate_cli(logdir, video, *mujoco, MUJOCO_GL='osmesa')
+  _expect_error(no_render, 'Cannot record a video of CartPole-v1: env.render() returned no '
+                "image (the environment factory must create it with render_mode='rgb_array'")
+  _expect_error(osmesa, 'Cannot record a video of InvertedPendulum-v5: ',
+                'MUJOCO_GL=osmesa did not work here', 'MUJOCO_GL=egl')
+  assert not (tmp_path / 'out.mp4').exists() or (tmp_path / 'out.mp4').stat().st_size == 0
+  returncode, stdout, stderr = _finish(renders)
+  assert returncode == 0, stderr[-3000:]
+  [(_, length)] = _episode_lines(stdout)
+  assert f'({length + 1} frames, 480x480, 25 fps)' in stdout
+  count, shape, deviation = _count_frames(tmp_path / 'pendulum.mp4')
+  assert (count, shape) == (length + 1, (480, 480, 3)) and deviation > 1
+
+
+@pytest.mark.timeout(240)
+def test_r2d2_export_evaluates(tmp_path):
+  """R2D2's export (int32 actions, an LSTM state fed the previous action and reward) plays
+  through the CLI, also from a logdir without a run record given how the learner ran."""
+  flags = _flags(tmp_path, batch_size=8, replay_buffer_min_size=8)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', R2D2_MAIN, flags + ['--run_mode=learner'])
+    actors = [processes.start(f'actor_{task}', R2D2_MAIN,
+                              flags + ['--run_mode=actor', f'--task={task}']) for task in (0, 1)]
+    learner.wait_for(r'Saving checkpoint and SavedModel at iteration 0', timeout=120)
+    for actor in actors:  # The learner serves them (its first training step compiles slowly).
+      actor.wait_for(r'Actor steps: \d+', timeout=60)
+    learner.signal(signal.SIGTERM)
+    assert learner.wait(60) == 0, learner.log()[-3000:]
+  logdir = tmp_path / 'logdir'
+  # A logdir of a learner older than runs.jsonl and learner_flags.txt: the user says how it ran.
+  old_logdir = tmp_path / 'old_logdir'
+  shutil.copytree(logdir / 'saved_model', old_logdir / 'saved_model')
+  runs = [_evaluate_cli(f'--logdir={logdir}', '--episodes=2', '--seed=5'),
+          _evaluate_cli(f'--logdir={old_logdir}', '--episodes=2', '--seed=5',
+                        f'--entry_point={R2D2_MAIN}',
+                        '--create_env_fn=seed_rl.environments.gym.env:create_environment',
+                        '--env_name=CartPole-v1')]
+  outputs = []
+  for process in runs:
+    returncode, stdout, stderr = _finish(process)
+    assert returncode == 0, stderr[-3000:]
+    outputs.append(stdout)
+  assert f'the R2D2 policy of {R2D2_MAIN} on CartPole-v1' in outputs[0]
+  assert f'the exported policy of {R2D2_MAIN} on CartPole-v1' in outputs[1]
+  episodes = _episode_lines(outputs[0])
+  assert len(episodes) == 2 and all(r == n >= 1 for r, n in episodes), outputs[0]
+  assert _episode_lines(outputs[1]) == episodes  # R2D2 acts greedily: same seed, same play.
+
+
+# Frame sources, without a policy (TensorFlow-free and fast).
+
+def test_packed_smm_unpacks_and_draws_in_colour():
+  from seed_rl import video  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.football import observation  # pylint: disable=g-import-not-at-top
+
+  planes = np.random.default_rng(0).random((72, 96, 16)) < 0.1
+  unpacked = video.unpack_smm(observation.packbits(planes.astype(np.uint8) * 255))
+  np.testing.assert_array_equal(unpacked, planes)
+  newest = np.zeros((72, 96, 16), bool)
+  newest[10, 20, 12] = newest[30, 40, 13] = newest[50, 60, 14] = newest[10, 20, 15] = True
+  newest[0, 0, 0] = True  # An older frame's left team: not drawn.
+  image = video.smm_to_rgb(newest)
+  assert image.shape == (72, 96, 3) and image.dtype == np.uint8
+  assert tuple(image[0, 0]) == video._PITCH_RGB
+  assert tuple(image[10, 20]) == (230, 40, 40)  # The active player over the left team.
+  assert tuple(image[30, 40]) == (60, 150, 255)  # The right team.
+  assert tuple(image[50, 60]) == (255, 255, 255)  # The ball.
+  assert video.video_size(72, 96) == (288, 384)
+  assert video.video_frame(image, 4).shape == (288, 384, 3)
+  assert video.video_size(400, 600) == (400, 600)
+  assert video.video_size(210, 160) == (420, 320)
+
+
+_FRAME_SOURCES = r'''
+import sys, types
+import numpy as np
+from seed_rl import video
+video.prepare_rendering()
+
+def show(name, env, config):
+  observation, _ = env.reset(seed=0)
+  frame_fn, fps = video.frame_source(env, config)
+  frame = frame_fn(observation)
+  frame = frame_fn(env.step(env.action_space.sample())[0])
+  print(name, frame.shape, frame.dtype, fps, int(frame.std() > 1))
+  env.close()
+
+from seed_rl.environments.atari import env as atari_env
+config = types.SimpleNamespace(game='Breakout', sticky_actions=False, max_random_noops=30,
+                               num_action_repeats=4)
+show('atari', atari_env.create_environment(0, config), config)
+from tests import evaluate_helpers
+config = types.SimpleNamespace(env_name='InvertedPendulum-v5', render_mode='rgb_array')
+show('mujoco', evaluate_helpers.create_two_action_mujoco_env(0, config), config)
+sys.path.insert(0, 'tests/environments/dmlab/fake')
+from seed_rl.environments.dmlab import env as dmlab_env
+config = types.SimpleNamespace(game='explore_goal_locations_small', num_action_repeats=4,
+                               width=96, height=72)
+show('dmlab', dmlab_env.create_environment(0, config), config)
+try:
+  from seed_rl.environments.football import env as football_env
+  config = types.SimpleNamespace(game='academy_empty_goal_close', reward_experiment='scoring',
+                                 smm_size='default', num_action_repeats=1)
+  show('football', football_env.create_environment(0, config), config)
+except ImportError as e:
+  print('football not installed', e)
+'''
+
+
+@pytest.mark.timeout(120)
+def test_frame_sources_of_each_environment_family():
+  result = subprocess.run([sys.executable, '-c', _FRAME_SOURCES], cwd=ROOT, env=_environment(),
+                          capture_output=True, text=True, timeout=100, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = result.stdout.splitlines()
+  # ALE's RGB screen at 60 / num_action_repeats frames per second.
+  assert 'atari (210, 160, 3) uint8 15.0 1' in lines
+  # MuJoCo through EGL by default without a display (Mesa's software renderer here).
+  assert 'mujoco (480, 480, 3) uint8 25.0 1' in lines
+  # DeepMind Lab's RGB observation (the fake engine of the tests).
+  assert 'dmlab (72, 96, 3) uint8 15.0 1' in lines
+  if not any(line.startswith('football not installed') for line in lines):
+    assert 'football (72, 96, 3) uint8 10.0 1' in lines
