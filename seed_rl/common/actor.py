@@ -7,6 +7,7 @@ closes its environments, reconnects and starts again with new run ids, which tel
 to reset those environments' state.
 """
 
+import socket
 import time
 from typing import Any, Callable, Optional
 
@@ -61,9 +62,46 @@ def _new_run_ids(batch_size: int) -> np.ndarray:
                                           dtype=np.int64)
 
 
+# Seconds between the lines an actor logs while no learner answers at its address.
+CONNECT_LOG_PERIOD = 60.
+
+
+def check_server_address(address: str) -> None:
+  """Raises FatalActorError for an address that cannot be parsed or whose host cannot be
+  resolved: waiting for a learner there would be waiting forever."""
+  if address.startswith('unix:'):
+    if len(address) == len('unix:'):
+      raise FatalActorError(f'--server_address={address!r} names no socket path.')
+    return
+  host, separator, port = address.rpartition(':')
+  if not (separator and host and port.isdigit() and 0 < int(port) < 65536):
+    raise FatalActorError(f'--server_address={address!r} is not host:port, [host]:port or '
+                          'unix:/path.')
+  try:
+    socket.getaddrinfo(host.strip('[]'), int(port))
+  except socket.gaierror as e:
+    raise FatalActorError(f'--server_address={address}: cannot resolve the host {host!r} '
+                          f'({e.strerror}).') from e
+
+
+def _connect(config) -> 'grpc.Client':
+  """A client of the learner, waiting for it as long as it takes, with a line now and then."""
+  check_server_address(config.server_address)
+  unavailable = errors.error_classes(errors.UNAVAILABLE)
+  waited = 0.
+  while True:
+    try:
+      return grpc.Client(config.server_address, timeout=CONNECT_LOG_PERIOD,
+                         **security.client_kwargs_from_config(config))
+    except unavailable:
+      waited += CONNECT_LOG_PERIOD
+      logging.warning('No learner at %s for %.0f s; is it running?', config.server_address,
+                      waited)
+
+
 def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> None:
   """One connection's worth of acting: until `max_steps` calls or an RPC error."""
-  client = grpc.Client(config.server_address, **security.client_kwargs_from_config(config))
+  client = _connect(config)
   batched_env = None
   try:
     config_transfer.update_config(config, client)

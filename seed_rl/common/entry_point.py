@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 from absl import app
 from absl import flags
+from absl import logging
 
 from seed_rl.common import actor
 
@@ -35,7 +36,11 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
       sys.exit(f'seed_rl actor: {e}')
   elif FLAGS.run_mode == 'learner':
     learner = importlib.import_module(learner_module)
-    learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
+    try:
+      learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
+    except ValueError as e:  # A configuration the learner refuses: one line, no traceback.
+      logging.vlog(1, 'The learner stopped:', exc_info=True)
+      sys.exit(f'seed_rl learner: {e} (--v=1 shows the traceback)')
   else:
     raise ValueError(f'Unsupported run mode {FLAGS.run_mode}; use --run_mode=learner or '
                      '--run_mode=actor.')

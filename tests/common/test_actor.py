@@ -1,5 +1,8 @@
 """The actor loop against a real gRPC server: what it retries and what stops it."""
 
+import re
+import threading
+import time
 import types
 
 import gymnasium
@@ -74,5 +77,44 @@ def test_valid_actions_run_the_requested_steps(tmp_path):
   server = _serve(tmp_path, inference)
   try:
     actor.actor_loop(_cartpole, _config(tmp_path), max_steps=5)
+  finally:
+    server.shutdown()
+
+
+@pytest.mark.parametrize('address, message', [
+    ('localhost', 'is not host:port'),
+    ('localhost:99999', 'is not host:port'),
+    ('unix:', 'names no socket path'),
+    ('no-such-host.invalid:8686', "cannot resolve the host 'no-such-host.invalid'"),
+])
+def test_an_address_that_cannot_work_stops_the_actor_at_once(tmp_path, address, message):
+  config = _config(tmp_path)
+  config.server_address = address
+  with pytest.raises(actor.FatalActorError, match=message):
+    actor.actor_loop(_cartpole, config, max_steps=1)
+
+
+def test_an_actor_waiting_for_its_learner_says_so_and_connects_when_it_comes(
+    tmp_path, monkeypatch):
+  monkeypatch.setattr(actor, 'CONNECT_LOG_PERIOD', 0.5)
+  warnings = []
+  monkeypatch.setattr(actor.logging, 'warning', lambda message, *args: warnings.append(
+      message % args))
+
+  @tf.function(input_signature=_signature(2))
+  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    return tf.constant([0, 1], tf.int64)
+
+  result = []
+  acting = threading.Thread(
+      target=lambda: result.append(actor.actor_loop(_cartpole, _config(tmp_path), max_steps=3)))
+  acting.start()
+  time.sleep(1.5)
+  assert any(re.fullmatch(r'No learner at unix:.* for \d s; is it running\?', line)
+             for line in warnings), warnings
+  server = _serve(tmp_path, inference)
+  try:
+    acting.join(60)
+    assert not acting.is_alive() and result == [None]
   finally:
     server.shutdown()

@@ -100,6 +100,16 @@ class EnvStates(tf.Module):
     return unrolls
 
 
+def _finite_rows(nest) -> tf.Tensor:
+  """`<bool>[N]`: whether every floating-point value of row n of every leaf is finite."""
+  leaves = [t for t in tf.nest.flatten(nest) if t.dtype.is_floating]
+  rows = tf.shape(tf.nest.flatten(nest)[0])[0]
+  finite = tf.ones([rows], tf.bool)
+  for leaf in leaves:
+    finite &= tf.reduce_all(tf.reshape(tf.math.is_finite(leaf), [rows, -1]), axis=1)
+  return finite
+
+
 def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
                         stats: episodes.EpisodeStats, unroll_queue, specs: Specs,
                         batch_size: int, num_action_repeats: int, device: str):
@@ -122,10 +132,17 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
     with tf.device(device):
       agent_outputs, agent_states = agent.policy(prev_actions, env_outputs, prev_agent_states)
     agent_outputs = agent.explore(env_ids, agent_outputs)
-    unroll_queue.enqueue_many(env_states.append(
-        env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs)))
-    env_states.update(env_ids, agent_outputs.action, agent_states)
+    # A row whose outputs are not finite (inputs of absurd magnitude) is neither stored nor
+    # kept: its environment starts afresh, as after an actor restart, and gets action 0.
+    finite = _finite_rows((agent_outputs, agent_states))
+    kept_rows = tf.boolean_mask(kept_rows, finite)
+    env_states.reset(tf.boolean_mask(env_ids, ~finite), agent.initial_state)
+    env_ids, prev_agent_states, step, agent_states = tf.nest.map_structure(
+        lambda t: tf.boolean_mask(t, finite),
+        (env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs), agent_states))
+    unroll_queue.enqueue_many(env_states.append(env_ids, prev_agent_states, step))
+    env_states.update(env_ids, step[2].action, agent_states)
     # Dropped rows (a dead actor's last call) get action 0; nobody waits for them.
-    return restarts.scatter_rows(kept_rows, agent_outputs.action, batch_size)
+    return restarts.scatter_rows(kept_rows, step[2].action, batch_size)
 
   return inference

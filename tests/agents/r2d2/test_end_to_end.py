@@ -35,6 +35,17 @@ def test_only_eval_envs_is_refused_at_start(tmp_path):
   error = _learner_error(tmp_path, num_envs=2, env_batch_size=1, inference_batch_size=1,
                          num_eval_envs=2)
   assert 'Every environment is an evaluation environment' in error
+  assert 'Traceback' not in error and error.rstrip().splitlines()[-1].startswith(
+      'seed_rl learner: Every environment is an evaluation environment')
+
+
+@pytest.mark.timeout(120)
+def test_a_logdir_that_cannot_be_written_is_one_line_before_serving(tmp_path):
+  not_a_directory = tmp_path / 'file'
+  not_a_directory.write_text('')
+  error = _learner_error(tmp_path, logdir=not_a_directory / 'logdir')
+  assert f'seed_rl learner: Cannot write the logdir {not_a_directory}/logdir' in error
+  assert 'Traceback' not in error and 'Learner uses' not in error
 
 
 @pytest.mark.timeout(120)

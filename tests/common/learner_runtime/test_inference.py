@@ -157,3 +157,35 @@ def test_concurrent_calls_for_the_same_env_ids_never_corrupt_the_unroll_store():
   # Every env's unrolls still hold whole, consecutive steps.
   unrolls = learner.unrolls()
   assert unrolls.agent_outputs.action.shape[1] == 3
+
+
+ValuedOutput = collections.namedtuple('ValuedOutput', 'action value')
+
+
+class _OverflowingAgent(_CountingAgent):
+  """Like `_CountingAgent`, with a value that overflows to Inf for rewards above 10."""
+
+  def policy(self, prev_actions, env_outputs, agent_state):
+    outputs, state = super().policy(prev_actions, env_outputs, agent_state)
+    return ValuedOutput(outputs.action, env_outputs.reward * 1e38), state
+
+  def explore(self, env_ids, agent_outputs):
+    return agent_outputs
+
+
+def test_a_row_with_non_finite_outputs_restarts_its_env_and_is_never_stored():
+  specs = _SPECS._replace(agent_output=ValuedOutput(tf.TensorSpec([], tf.int32),
+                                                    tf.TensorSpec([], tf.float32)))
+  learner = _Learner()
+  learner.env_states = inference.EnvStates(3, 2, 2, 0, specs)
+  learner.queue = queues.StructuredFIFOQueue(-1, learner.env_states.unroll_specs)
+  learner.inference = inference.create_inference_fn(
+      _OverflowingAgent(config=None), learner.env_states, learner.stats, learner.queue, specs,
+      batch_size=2, num_action_repeats=1, device='/cpu:0')
+  assert learner.step([0, 1], [5, 6]) == [1, 1]
+  assert learner.step([0, 1], [5, 6], rewards=(0., 1e6)) == [2, 0]  # Env 1 overflows.
+  for expected in ([3, 1], [4, 2], [5, 3]):  # Env 1 starts afresh; env 0 goes on.
+    assert learner.step([0, 1], [5, 6]) == expected
+  unrolls = learner.unrolls()
+  assert np.all(np.isfinite(unrolls.agent_outputs.value))
+  np.testing.assert_array_equal(unrolls.agent_outputs.action, [[1, 2, 3], [3, 4, 5], [1, 2, 3]])
