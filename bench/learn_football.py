@@ -24,7 +24,6 @@ import os
 import pathlib
 import re
 import sys
-import tempfile
 import time
 
 from bench import process_group
@@ -172,13 +171,7 @@ def main() -> None:
                       help='New directory that keeps the logs (default: a temporary one).')
   args = parser.parse_args()
 
-  if args.logdir:
-    logdir = pathlib.Path(args.logdir)
-    logdir.mkdir(parents=True, exist_ok=False)
-    result = run(args, logdir)
-  else:
-    with tempfile.TemporaryDirectory() as logdir:
-      result = run(args, pathlib.Path(logdir))
+  result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
   network = ('GFootball (4 ResNet stacks)' if args.network == 'gfootball' else
              'small conv net (--network small)')
   print(f'football vtrace on {GAME}, {network}, {args.num_actors} actor(s) x '

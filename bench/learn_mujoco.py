@@ -15,7 +15,6 @@ import argparse
 import pathlib
 import re
 import sys
-import tempfile
 import time
 
 from bench import process_group
@@ -104,13 +103,7 @@ def main() -> None:
                       help='New directory that keeps the logs (default: a temporary one).')
   args = parser.parse_args()
 
-  if args.logdir:
-    logdir = pathlib.Path(args.logdir)
-    logdir.mkdir(parents=True, exist_ok=False)
-    result = run(args, logdir)
-  else:
-    with tempfile.TemporaryDirectory() as logdir:
-      result = run(args, pathlib.Path(logdir))
+  result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
   print(f'mujoco sac on {args.env_name}: {args.num_actors} actor(s) x {args.env_batch_size} '
         f'env(s), batch {args.batch_size}, replay ratio {args.replay_ratio:g}, lr '
         f'{args.learning_rate:g}, polyak {args.polyak:g}, MLP 2 x {args.mlp_size}')

@@ -6,7 +6,8 @@ import re
 import signal
 import subprocess
 import sys
-from typing import Dict, List, Optional, Sequence
+import tempfile
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -18,6 +19,16 @@ def peak_rss_mb(pid: int) -> float:
       return int(re.search(r'VmHWM:\s+(\d+) kB', status.read()).group(1)) / 1024
   except (OSError, AttributeError):
     return float('nan')
+
+
+def run_in_logdir(logdir: Optional[str], run: Callable[[pathlib.Path], Any]) -> Any:
+  """`run(path)` in `logdir`, a new directory that keeps the logs, or in a temporary one."""
+  if logdir:
+    path = pathlib.Path(logdir)
+    path.mkdir(parents=True, exist_ok=False)
+    return run(path)
+  with tempfile.TemporaryDirectory() as temporary:
+    return run(pathlib.Path(temporary))
 
 
 class ProcessGroup(object):
