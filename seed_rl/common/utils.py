@@ -25,6 +25,7 @@ init_learner = devices.init_learner
 UnrollStore = env_state.UnrollStore
 Aggregator = env_state.PerEnvState
 PrioritizedReplay = replay.PrioritizedReplay
+HindsightExperienceReplay = replay.HindsightExperienceReplay
 ProgressLogger = progress_logger.ProgressLogger
 StructuredFIFOQueue = queues.StructuredFIFOQueue
 batch_apply = networks.batch_apply

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.timeout(60)
     ('UnrollStore', env_state.UnrollStore),
     ('Aggregator', env_state.PerEnvState),
     ('PrioritizedReplay', replay.PrioritizedReplay),
+    ('HindsightExperienceReplay', replay.HindsightExperienceReplay),
     ('ProgressLogger', progress_logger.ProgressLogger),
     ('StructuredFIFOQueue', queues.StructuredFIFOQueue),
     ('batch_apply', networks.batch_apply),
