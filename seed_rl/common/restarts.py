@@ -26,16 +26,38 @@ def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch)
     `(envs_needing_reset, kept_rows <int64>[M, 1], env_ids, batch)`, the last two without the
     dropped rows.
   """
+  first = _first_of_repeated_rows(env_ids, run_ids)
   previous_run_ids = env_run_ids.read(env_ids)
-  reset_mask = tf.not_equal(previous_run_ids, run_ids)
+  reset_mask = tf.logical_and(tf.not_equal(previous_run_ids, run_ids), first)
   envs_needing_reset = tf.boolean_mask(env_ids, reset_mask)
-  kept_mask, kept_env_ids = get_non_dying_envs(envs_needing_reset, reset_mask, env_ids)
+  kept_first, _ = get_non_dying_envs(envs_needing_reset, tf.boolean_mask(reset_mask, first),
+                                     tf.boolean_mask(env_ids, first))
+  kept_mask = tf.cast(tf.scatter_nd(tf.where(first), tf.cast(kept_first, tf.int32),
+                                    tf.shape(env_ids, tf.int64)), tf.bool)
+  kept_env_ids = tf.boolean_mask(env_ids, kept_mask)
   run_ids, batch = tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept_mask),
                                          (run_ids, batch))
   if tf.size(envs_needing_reset) > 0:
     tf.print('Environment ids needing reset:', envs_needing_reset)
   env_run_ids.replace(kept_env_ids, run_ids)
   return envs_needing_reset, tf.where(kept_mask), kept_env_ids, batch
+
+
+def _first_of_repeated_rows(env_ids, run_ids):
+  """`<bool>[N]`: False for a row whose (env id, run id) an earlier row of the batch has.
+
+  Two callers sending the same request (a client repeating an actor's) end up in one batch;
+  the repeats are dropped (action 0) instead of failing the batch for every caller in it.
+  """
+  pairs = tf.stack([tf.cast(env_ids, tf.int64), run_ids], axis=1)
+  _, pair_index = tf.raw_ops.UniqueV2(x=pairs, axis=[0])
+  positions = tf.range(tf.size(env_ids))
+  first_position = tf.math.unsorted_segment_min(positions, pair_index, tf.size(env_ids))
+  first = tf.equal(tf.gather(first_position, pair_index), positions)
+  if tf.reduce_any(tf.logical_not(first)):
+    tf.print('Dropping repeated rows of environment ids:',
+             tf.boolean_mask(env_ids, tf.logical_not(first)))
+  return first
 
 
 def get_non_dying_envs(envs_needing_reset, reset_mask, env_ids):

@@ -3,6 +3,7 @@
 import pytest
 import tensorflow as tf
 
+from seed_rl.common import env_state
 from seed_rl.common import restarts
 
 pytestmark = pytest.mark.timeout(120)
@@ -38,3 +39,22 @@ def test_non_dying_envs_rejects_an_env_repeated_without_reset():
 def test_non_dying_envs_rejects_two_new_transitions_of_one_env():
   with pytest.raises(tf.errors.InvalidArgumentError, match='more than once'):
     _non_dying([0, 0], [True, True], [0, 0])
+
+
+def _detect(env_run_ids, env_ids, run_ids):
+  envs_needing_reset, kept_rows, kept_env_ids, (values,) = restarts.detect_restarts(
+      env_run_ids, tf.constant(env_ids, tf.int32), tf.constant(run_ids, tf.int64),
+      (tf.constant([float(i) for i in range(len(env_ids))]),))
+  return (envs_needing_reset.numpy().tolist(), kept_rows.numpy()[:, 0].tolist(),
+          kept_env_ids.numpy().tolist(), values.numpy().tolist())
+
+
+def test_detect_restarts_resets_new_runs_and_drops_the_dying_and_the_repeated_rows():
+  run_ids = env_state.PerEnvState(4, tf.TensorSpec([], tf.int64))
+  assert _detect(run_ids, [0, 1], [5, 6]) == ([0, 1], [0, 1], [0, 1], [0., 1.])
+  assert _detect(run_ids, [0, 1], [5, 6]) == ([], [0, 1], [0, 1], [0., 1.])
+  # Env 0's actor died with a call in flight (run id 5) and its successor (7) joined.
+  assert _detect(run_ids, [0, 0, 1], [5, 7, 6]) == ([0], [1, 2], [0, 1], [1., 2.])
+  # A client repeating another's request: the repeats are dropped, the batch runs.
+  assert _detect(run_ids, [1, 1, 0, 1], [6, 6, 7, 6]) == ([], [0, 2], [1, 0], [0., 2.])
+  assert _detect(run_ids, [2, 2], [9, 9]) == ([2], [0], [2], [0.])

@@ -1,6 +1,7 @@
 """A live learner refuses bad callers one by one and keeps training with the good actors."""
 
 import re
+import threading
 import time
 
 import numpy as np
@@ -14,9 +15,9 @@ from tests.processes import Processes, frames_progress
 GYM_MAIN = 'seed_rl.environments.gym.vtrace_main'
 
 
-def _flags(tmp_path):
+def _flags(tmp_path, num_envs=8):
   values = dict(server_address=f'unix:{tmp_path}/learner.sock', logdir=tmp_path / 'logdir',
-                num_envs=8, env_batch_size=4, inference_batch_size=8, unroll_length=10,
+                num_envs=num_envs, env_batch_size=4, inference_batch_size=8, unroll_length=10,
                 batch_size=4, total_environment_frames=10**7, save_checkpoint_secs=10**5,
                 seed=1)
   return [f'--{name}={value}' for name, value in values.items()]
@@ -73,3 +74,41 @@ def test_bad_callers_are_refused_alone_and_training_continues(tmp_path):
     assert 'are two actors running with the same --task?' in learner.log()
     _training_goes_on(learner)
     assert 'Inference call failed' not in actors[1].log()
+
+
+def _repeat_requests(server_address, failures, calls=40):
+  client = grpc.Client(server_address)
+  env_output = EnvOutput(np.zeros(4, np.float32), np.zeros(4, bool),
+                         np.zeros([4, 4], np.float32), np.zeros(4, bool), np.zeros(4, np.int32))
+  try:
+    for _ in range(calls):
+      actions = client.inference(np.arange(8, 12, dtype=np.int32), np.full(4, 7, np.int64),
+                                 env_output, np.zeros(4, np.float32))
+      assert np.all((actions == 0) | (actions == 1))
+  except Exception as e:  # pylint: disable=broad-except
+    failures.append(e)
+  finally:
+    client.close()
+
+
+@pytest.mark.timeout(300)
+def test_eight_identical_callers_sharing_batches_with_an_actor_fail_nobody(tmp_path):
+  flags = _flags(tmp_path, num_envs=12)  # Actors 0 and 1, and env ids 8 to 11 for the callers.
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
+    actors = [processes.start(f'actor_{task}', GYM_MAIN,
+                              flags + ['--run_mode=actor', f'--task={task}']) for task in (0, 1)]
+    learner.wait_for(r'Progress: \d+/', timeout=120)
+    failures = []
+    callers = [threading.Thread(target=_repeat_requests,
+                                args=(f'unix:{tmp_path}/learner.sock', failures))
+               for _ in range(8)]
+    for caller in callers:
+      caller.start()
+    for caller in callers:
+      caller.join(120)
+    assert not failures, failures[0]
+    _training_goes_on(learner, frames=1000)
+    for actor in actors:
+      assert actor.popen.poll() is None and 'Inference call failed' not in actor.log()
+    assert 'Dropping repeated rows of environment ids' in learner.log()
