@@ -13,8 +13,11 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-# Flags that describe one process rather than the experiment: never sent to actors.
-PER_PROCESS_FLAGS = frozenset(['run_mode', 'task', 'server_address', 'logdir', 'job-dir'])
+# Flags that describe one process or its host rather than the experiment: never sent to actors.
+# The gRPC security flags are paths on each host's own disk.
+PER_PROCESS_FLAGS = frozenset(['run_mode', 'task', 'server_address', 'logdir', 'job-dir',
+                               'render', 'grpc_token_file', 'grpc_tls_cert_file',
+                               'grpc_tls_key_file', 'grpc_tls_ca_file'])
 
 
 def _experiment_flags(flag_values: flags.FlagValues) -> set:
@@ -59,8 +62,9 @@ def serialize_config_json(config) -> str:
 def update_config(current_config, client) -> None:
   """Overwrites `current_config` with the learner's configuration, if it serves `get_config`.
 
-  Per-process flags (task, server_address, logdir, run_mode) are never changed; an actor flag
-  given on its own command line with another value is overridden with a warning.
+  Per-process flags (`PER_PROCESS_FLAGS`: task, server_address, logdir, run_mode, render and the
+  gRPC token and TLS file paths) are never changed; an actor flag given on its own command line
+  with another value is overridden with a warning.
   """
   try:
     get_config = client.get_config
