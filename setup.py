@@ -24,6 +24,8 @@ CORE_REQUIRES = [
     'imageio-ffmpeg>=0.5,<1',
     # Learning curves (python -m seed_rl.plot; event files are read by tensorboard's reader).
     'matplotlib>=3.8,<4',
+    # The configurable on-policy agent is put together with gin, as the original's.
+    'gin-config>=0.5,<0.6',
 ]
 
 # MuJoCo for Gymnasium's v5 ids (HalfCheetah-v5, Hopper-v5, ...): mujoco 3.2 and 4.0 tested

@@ -1,0 +1,1 @@
+"""Configurable on-policy agent (PPO, V-trace, AWR, V-MPO), assembled with gin."""

@@ -1,0 +1,1 @@
+"""TensorFlow modules of the configurable on-policy agent: advantages, losses, normalizers."""
