@@ -16,6 +16,10 @@ the process).
 An optional per-method `Validator` checks the values of each request (e.g. env ids in range)
 before its rows join a batch, so one bad caller is refused alone instead of making the whole
 batch's function fail for every caller in it.
+
+`MethodBatcher.pending` shows a partially filled batch (rows, callers, how long it has waited and,
+once it has waited long enough, a copy of its rows) so that its owner can say why callers wait:
+a batch that never fills (too few clients for the batch size) blocks them silently otherwise.
 """
 
 import _thread
@@ -24,6 +28,7 @@ import dataclasses
 import logging
 import math
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -41,6 +46,7 @@ Executor = Callable[['Job'], None]
 Validator = Callable[[List[np.ndarray]], None]
 
 _PLAN_CACHE_SIZE = 64
+_monotonic = time.monotonic
 
 _log = logging.getLogger(__name__)
 
@@ -184,10 +190,35 @@ def _view_of(code: int, shape: Tuple[int, ...]
   return dtype, shape, math.prod(shape) * dtype.itemsize
 
 
+@dataclasses.dataclass(frozen=True)
+class PendingBatch:
+  """A partially filled batch of a method, as `MethodBatcher.pending` saw it.
+
+  Attributes:
+    method: the method's name on the wire.
+    batch_size: rows the batch needs before it runs.
+    rows: rows waiting in it.
+    callers: calls waiting in it (a call brings one or more rows).
+    waiting_secs: seconds since its first rows arrived.
+    inputs: a copy of the waiting rows of every flat input (`[rows, ...]`, input-signature order),
+      or None when the batch had not waited `min_waiting_secs` (see `pending`).
+    executions_in_flight: executions of the server's bound functions running when the batch
+      was seen (`Server.pending_batches` fills it in): while other callers' batches run (e.g.
+      blocked on back-pressure), a waiting batch is not short of callers.
+  """
+  method: str
+  batch_size: int
+  rows: int
+  callers: int
+  waiting_secs: float
+  inputs: Optional[List[np.ndarray]] = None
+  executions_in_flight: int = 0
+
+
 class _Batch:
   """Preallocated input buffers of one batch and the callers that filled it."""
 
-  __slots__ = ('buffers', 'byte_views', 'callers', 'filled')
+  __slots__ = ('buffers', 'byte_views', 'callers', 'filled', 'since')
 
   def __init__(self, args: Sequence[ArgSpec]):
     self.buffers = [np.empty(a.shape, a.dtype) for a in args]
@@ -196,6 +227,7 @@ class _Batch:
                        zip(args, self.buffers)]
     self.callers: List[Caller] = []
     self.filled = 0
+    self.since = 0.  # time.monotonic() when the first rows arrived.
 
 
 @dataclasses.dataclass
@@ -311,6 +343,30 @@ class MethodBatcher:
     except RequestError as e:
       return error_response(e.code, e.message)
     return slot.wait()
+
+  def pending(self, min_waiting_secs: float = 0.,
+              now: Optional[float] = None) -> Optional[PendingBatch]:
+    """The partially filled batch, or None (empty batch, or a method without batching).
+
+    Thread-safe and cheap: it takes the batcher's lock briefly and copies the waiting rows only
+    when the batch has waited at least `min_waiting_secs` (an unfilled batch, not the common
+    case of a batch filling up); `PendingBatch.inputs` is None otherwise. `now` is a
+    `time.monotonic()` reading (the current one by default).
+    """
+    if self._batch_size is None:
+      return None
+    now = _monotonic() if now is None else now
+    with self._lock:
+      batch = self._current
+      rows = batch.filled
+      if not rows:
+        return None
+      waited = max(0., now - batch.since)
+      inputs = None
+      if waited >= min_waiting_secs:
+        inputs = [buffer[:rows].copy() for buffer in batch.buffers]
+      callers = len(batch.callers)
+    return PendingBatch(self._spec.name, self._batch_size, rows, callers, waited, inputs)
 
   def fail_pending(self, code: int, message: str) -> None:
     """Answers every caller of the partially filled batch with an error and empties it."""
@@ -461,6 +517,8 @@ class MethodBatcher:
     with self._lock:
       batch = self._current
       start = batch.filled
+      if not start:
+        batch.since = _monotonic()
       end = start + rows
       if end > self._batch_size:
         raise _invalid(

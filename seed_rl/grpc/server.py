@@ -27,6 +27,7 @@ Behaviour follows the original SEED RL op: see `batching` for batching, validati
 `binding` for how a tf.function is analysed, `security` for TLS, token and refusal logging.
 """
 
+import dataclasses
 import logging
 import queue
 import sys
@@ -238,6 +239,14 @@ class _Run:
     self.pool.shutdown(wait=False)
     for refusals in (self._refused_token, self._refused_streams, self._refused_bytes):
       refusals.flush()
+
+  def pending_batches(self, min_waiting_secs: float) -> List[batching.PendingBatch]:
+    with self._batchers_lock:
+      batchers = list(self._batchers.values())
+    running = self._running
+    pending = [batcher.pending(min_waiting_secs) for batcher in batchers]
+    return [dataclasses.replace(p, executions_in_flight=running) for p in pending
+            if p is not None]
 
   def _fail_pending(self) -> None:
     with self._batchers_lock:
@@ -524,6 +533,20 @@ class Server:
                  self._max_concurrent_streams, self._max_bytes_in_flight)
       run.start()
       self._run = run
+
+  def pending_batches(self, min_waiting_secs: float = 0.) -> List[batching.PendingBatch]:
+    """The partially filled batches of the running server (none when it is not running).
+
+    A starvation watchdog for the server's owner: a batched method runs only full batches, so
+    callers whose batch never fills (fewer clients than the batch needs) wait forever without a
+    word. Poll this (e.g. every few seconds from a logging thread) and warn about a batch whose
+    `waiting_secs` keeps growing. Thread-safe, and it costs the serving path nothing: each
+    batch records when its first rows arrived, and this takes each batcher's lock briefly. The
+    waiting rows are copied (`PendingBatch.inputs`, e.g. to say which clients called) only for
+    batches that have waited at least `min_waiting_secs`.
+    """
+    run = self._run
+    return run.pending_batches(min_waiting_secs) if run is not None else []
 
   @property
   def ports(self) -> List[int]:

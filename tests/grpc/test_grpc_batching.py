@@ -283,3 +283,37 @@ def test_unbatched_function_exact_shapes():
   code, text = _response(batcher.call(_request(np.int32(1))))
   assert 'Expects arg[0] to have shape with 1 dimension(s), but had shape []' in text
   assert len(spec.runners[0].calls) == 1
+
+
+@pytest.mark.timeout(20)
+def test_pending_shows_a_partial_batch_and_copies_its_rows_once_it_waited(pool):
+  batcher, spec = _batcher([(4,), (4,)])
+  assert batcher.pending() is None  # Nothing waiting.
+  first = pool.submit(batcher.call, _request(np.array([7, 8], np.int32),
+                                             np.array([1, 2], np.int32)))
+  while not batcher._current.callers:  # pylint: disable=protected-access
+    pass
+  since = batcher._current.since  # pylint: disable=protected-access
+  pending = batcher.pending(min_waiting_secs=5., now=since + 1.)
+  assert (pending.method, pending.batch_size, pending.rows, pending.callers) == ('f', 4, 2, 1)
+  assert pending.waiting_secs == pytest.approx(1.)
+  assert pending.inputs is None  # Not waited long enough: nothing copied.
+  pending = batcher.pending(min_waiting_secs=5., now=since + 6.)
+  assert [a.tolist() for a in pending.inputs] == [[7, 8], [1, 2]]
+  pending.inputs[0][:] = 0  # A copy: the batch is untouched.
+  second = pool.submit(batcher.call, _request(np.int32(9), np.int32(3)))
+  while batcher.pending(now=since) is not None and batcher.pending(now=since).rows < 3:
+    pass
+  pending = batcher.pending(min_waiting_secs=0.)
+  assert (pending.rows, pending.callers) == (3, 2)
+  assert pending.inputs[0].tolist() == [7, 8, 9]
+  pool.submit(batcher.call, _request(np.int32(10), np.int32(4))).result(10)
+  _response(first.result(10)), _response(second.result(10))
+  assert spec.runners[0].calls[0][0].tolist() == [7, 8, 9, 10]
+  assert batcher.pending() is None  # The full batch ran; the next one is empty.
+
+
+@pytest.mark.timeout(20)
+def test_pending_is_none_without_batching():
+  batcher, _ = _batcher([(3,)], batch_size=None)
+  assert batcher.pending() is None

@@ -789,3 +789,32 @@ def test_only_eager_mode():
   with tf.Graph().as_default():
     with pytest.raises(ValueError, match='Only eager mode is currently supported.'):
       grpc.Server(['localhost:0'])
+
+
+@tf.function(input_signature=[tf.TensorSpec([2], tf.int32)])
+def pair(x):
+  return x * 2
+
+
+@pytest.mark.timeout(60)
+def test_pending_batches_show_callers_waiting_for_a_batch(servers, clients, unix_address,
+                                                          pool):
+  server = _started(servers, unix_address, pair)
+  assert server.pending_batches() == []
+  client = clients(unix_address)
+  waiting = pool.submit(client.pair, np.int32(5))
+  deadline = time.time() + 30
+  while not server.pending_batches():
+    assert time.time() < deadline
+    time.sleep(0.01)
+  [pending] = server.pending_batches(min_waiting_secs=0.)
+  assert (pending.method, pending.batch_size, pending.rows, pending.callers) == ('pair', 2, 1, 1)
+  assert pending.inputs[0].tolist() == [5] and pending.executions_in_flight == 0
+  time.sleep(0.3)
+  [pending] = server.pending_batches(min_waiting_secs=10.)
+  assert pending.waiting_secs >= 0.3 and pending.inputs is None
+  assert clients(unix_address).pair(np.int32(6)) == 12  # Another client fills the batch.
+  assert waiting.result(30) == 10
+  assert server.pending_batches() == []
+  server.shutdown()
+  assert server.pending_batches() == []
