@@ -9,6 +9,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
+from seed_rl.common import progress_monitor
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -90,5 +92,11 @@ def frames_progress(learner: Process) -> int:
   return int(matches[-1]) if matches else 0
 
 
-def episode_returns(learner: Process) -> List[float]:
-  return [float(r) for r in re.findall(r'\] Return: ([-\d.e+]+) Raw return', learner.log())]
+def episode_returns(learner: Process, kind: Optional[str] = None) -> List[float]:
+  """The returns of the episodes the learner's log accounts for, oldest first.
+
+  The learner logs a line per kind of environment every few seconds; the episodes a line counts
+  without showing them stand in with their mean (`progress_monitor.parse_episode_returns`).
+  `kind`: 'training' or 'eval' to keep only those.
+  """
+  return progress_monitor.parse_episode_returns(learner.log(), kind)

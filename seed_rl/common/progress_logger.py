@@ -13,8 +13,11 @@ class ProgressLogger(object):
 
   Training code registers values with `log(session, name, value)` (at trace time) and calls
   `step_end` at the end of each step (inside its tf.function); a thread wakes up with a period
-  growing from `initial_period` to `max_period`, writes every value and `speed/steps_per_sec`
-  at the current step. Steps are whatever `step_end` counts (learners count env frames).
+  growing from `initial_period` to `max_period`, runs the logging callback at the current step
+  every time (also while no step ends, e.g. while training waits for data, so that what happens
+  meanwhile is reported on time), and when the step advanced since its last write, writes every
+  value and `speed/steps_per_sec` (steps per second since the previous write). Steps are
+  whatever `step_end` counts (learners count env frames).
   """
 
   def __init__(self, summary_writer=None, initial_period: float = 0.1,
@@ -35,7 +38,8 @@ class ProgressLogger(object):
     self.last_log_step = starting_step
 
   def start(self, logging_callback: Optional[Callable[[], None]] = None) -> None:
-    """Starts the logging thread; `logging_callback` runs before every write."""
+    """Starts the logging thread; `logging_callback` runs on every wake-up, before the write
+    (under the summary writer, at the current step), whether or not the step advanced."""
     assert self.logger_thread is None, 'ProgressLogger already started.'
     self.logging_callback = logging_callback
     self.terminator = threading.Event()
@@ -51,16 +55,18 @@ class ProgressLogger(object):
       self.logger_thread = None
 
   def _log(self) -> None:
-    """Writes the ready values if the step advanced since the last write."""
+    """Runs the callback; writes the ready values if the step advanced since the last write."""
     current_step = int(self.step_cnt.numpy())
     values = self.ready_values.numpy()
-    if current_step == self.last_log_step or values.shape != (len(self.log_keys),):
-      return
+    advanced = (current_step != self.last_log_step and
+                values.shape == (len(self.log_keys),))
     now = time.time()
     with self.summary_writer.as_default():
       tf.summary.experimental.set_step(current_step)
       if self.logging_callback:
         self.logging_callback()
+      if not advanced:
+        return
       for key, value in zip(self.log_keys, values):
         tf.summary.scalar(key, value)
       if self.last_log_time is not None:

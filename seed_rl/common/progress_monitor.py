@@ -3,8 +3,10 @@ r"""Live progress line of a running learner, read from its log (used by run_loca
   python -m seed_rl.common.progress_monitor --log /tmp/seed_rl/gym_vtrace/logs/learner.log
 
 Shows environment frames done and budgeted, frames/s, the mean return of the recent episodes
-and the time left at the current speed. It reads the learner's 'Progress: F/T environment
-frames' and 'Return: R ...' lines, so it needs no TensorFlow.
+and the time left at the current speed, or what the learner waits for before its first training
+step. It reads the learner's 'Progress: F/T environment frames', 'Return: R ...' (see
+`parse_episode_returns`), 'Waiting for the first training step: ...' and starvation lines, so it
+needs no TensorFlow.
 """
 
 import argparse
@@ -13,10 +15,49 @@ import os
 import re
 import sys
 import time
-from typing import Deque, Optional, Tuple
+from typing import Deque, List, Optional, Tuple
 
 PROGRESS = re.compile(r'Progress: (\d+)/(\d+) environment frames')
-RETURN = re.compile(r'\] Return: (-?[\d.]+(?:e[-+]?\d+)?)')
+_NUMBER = r'-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)'
+# An episode line of the learner (`learner_runtime.episodes`): the latest episode, then, when
+# episodes finished since the previous line were not shown, their count and mean return.
+RETURN = re.compile(r'\] Return: (' + _NUMBER + r')(?= )')
+_KIND = re.compile(r' \((training|eval)\)')
+_MORE = re.compile(r'\(\+(\d+) more episodes since the last line: mean return (' + _NUMBER + ')')
+WAITING = re.compile(r'Waiting for the first training step: (.*)$')
+STARVED = re.compile(r'Inference starved')
+FED = re.compile(r'Inference batches fill again')
+
+
+def episode_returns_of_line(line: str) -> Tuple[Optional[str], List[float]]:
+  """`(kind, returns)` of one learner log line: kind 'training', 'eval' or None (not said).
+
+  The returns of the episodes the line accounts for, oldest first: those it counts without
+  showing them (each given their mean), then the episode it shows. Empty for other lines.
+  """
+  match = RETURN.search(line)
+  if not match:
+    return None, []
+  rest = line[match.end():]
+  kind = _KIND.search(rest)
+  more = _MORE.search(rest)
+  returns = [float(more.group(2))] * int(more.group(1)) if more else []
+  return (kind.group(1) if kind else None), returns + [float(match.group(1))]
+
+
+def parse_episode_returns(text: str, kind: Optional[str] = None) -> List[float]:
+  """The episode returns a learner log accounts for, in order (see `episode_returns_of_line`).
+
+  The learner logs one line per kind of environment every few seconds; the episodes a line does
+  not show stand in with their mean, so the mean of any run of lines is exact, and so is the
+  number of episodes. `kind`: 'training' or 'eval' to keep only those; None keeps all.
+  """
+  returns = []
+  for line in text.splitlines():
+    line_kind, line_returns = episode_returns_of_line(line)
+    if kind is None or line_kind == kind:
+      returns.extend(line_returns)
+  return returns
 
 
 class LogFollower(object):
@@ -41,12 +82,13 @@ class LogFollower(object):
 
 
 class Progress(object):
-  """Frames, speed and returns parsed from learner log lines."""
+  """Frames, speed, returns and what training waits for, parsed from learner log lines."""
 
   def __init__(self, num_returns: int = 20):
     self.frames: Optional[int] = None
     self.total: Optional[int] = None
     self.returns: Deque[float] = collections.deque(maxlen=num_returns)
+    self.status: Optional[str] = None  # What the learner waits for, if it said so.
     self._samples: Deque[Tuple[float, int]] = collections.deque(maxlen=30)
 
   def update(self, lines, now: float) -> None:
@@ -55,10 +97,20 @@ class Progress(object):
       if match:
         self.frames, self.total = int(match.group(1)), int(match.group(2))
         self._samples.append((now, self.frames))
+        self.status = None
         continue
-      match = RETURN.search(line)
-      if match and '(eval)' not in line:  # R2D2 evaluation episodes are not training returns.
-        self.returns.append(float(match.group(1)))
+      kind, returns = episode_returns_of_line(line)
+      if returns:
+        if kind != 'eval':  # Evaluation episodes are not training returns.
+          self.returns.extend(returns[-self.returns.maxlen:])
+        continue
+      match = WAITING.search(line)
+      if match:
+        self.status = match.group(1)
+      elif STARVED.search(line):
+        self.status = 'inference starved: too few actors? (see the learner log)'
+      elif FED.search(line):
+        self.status = None
 
   def frames_per_second(self) -> Optional[float]:
     if len(self._samples) < 2:
@@ -68,7 +120,8 @@ class Progress(object):
 
   def line(self) -> str:
     if self.frames is None:
-      return 'waiting for the first training step...'
+      waiting = 'waiting for the first training step'
+      return f'{waiting}: {self.status}' if self.status else f'{waiting}...'
     parts = [f'frames {self.frames:,}/{self.total:,} ({100 * self.frames / self.total:.1f}%)']
     speed = self.frames_per_second()
     if speed:
@@ -80,6 +133,8 @@ class Progress(object):
       seconds = max(0, self.total - self.frames) / speed
       parts.append(f'ETA {int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m'
                    f'{int(seconds % 60):02d}s')
+    if self.status:
+      parts.append(self.status)
     return ' | '.join(parts)
 
 

@@ -36,12 +36,23 @@ def test_validate_learner_config_resolves_auto_batch_size():
     (_Config(0, 1, -1), 'num_envs'),
     (_Config(4, 0, -1), 'env_batch_size'),
     (_Config(4, 1, 0), 'inference_batch_size'),
-    (_Config(8, 4, 6), 'exact multiple'),
-    (_Config(4, 1, 8), 'bigger than the number of environments'),
+    (_Config(8, 4, 6), '--inference_batch_size=6 must be a multiple of --env_batch_size=4'),
+    (_Config(4, 1, 8), '--inference_batch_size=8 is more than --num_envs=4: the learner runs '
+                       'full inference batches only and would wait forever; use '
+                       '--inference_batch_size=4 or less'),
 ])
 def test_validate_learner_config_errors(config, message):
-  with pytest.raises(ValueError, match=message):
+  with pytest.raises(ValueError) as raised:
     learner_config.validate_learner_config(config)
+  assert message in str(raised.value)
+
+
+def test_every_host_needs_enough_environments_for_its_batches():
+  with pytest.raises(ValueError) as raised:
+    learner_config.validate_learner_config(_Config(12, 2, 8), num_hosts=2)
+  assert ('--inference_batch_size=8 x 2 hosts is more than --num_envs=12: the learner runs '
+          'full inference batches only and would wait forever; use --inference_batch_size=6 '
+          'or less') in str(raised.value)
 
 
 def _flag_values():

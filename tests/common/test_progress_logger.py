@@ -29,8 +29,11 @@ def test_progress_logger_writes_step_values_and_speed(tmp_path):
   train_step(tf.constant(1.5))
   assert logger.step_cnt.numpy() == 110
   np.testing.assert_allclose(logger.ready_values.numpy(), [3., 2.])
+  # The callback runs on every wake-up, before the write: once it has run three more times,
+  # a wake-up that read the step after train_step has written.
+  seen = len(callbacks)
   deadline = time.time() + 20
-  while not callbacks and time.time() < deadline:
+  while len(callbacks) < seen + 3 and time.time() < deadline:
     time.sleep(0.02)
   train_step(tf.constant(2.))
   time.sleep(0.3)
@@ -63,3 +66,19 @@ def test_progress_logger_without_summary_writer_starts_logs_and_shuts_down():
   logger.shutdown()
   assert logger.step_cnt.numpy() == 3 and logger.logger_thread is None
   np.testing.assert_allclose(logger.ready_values.numpy(), [2.])
+
+
+@pytest.mark.timeout(30)
+def test_the_callback_runs_while_no_step_ends_and_nothing_is_written(tmp_path):
+  """What happens while training waits (e.g. for the replay to fill) is reported on time."""
+  writer = tf.summary.create_file_writer(str(tmp_path))
+  logger = progress_logger.ProgressLogger(writer, initial_period=0.01, max_period=0.02)
+  callbacks = []
+  logger.start(lambda: callbacks.append(1))
+  deadline = time.time() + 20
+  while len(callbacks) < 3 and time.time() < deadline:
+    time.sleep(0.01)
+  logger.shutdown()
+  writer.flush()
+  assert len(callbacks) >= 3
+  assert read_scalars(tmp_path) == {}

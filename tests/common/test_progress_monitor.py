@@ -28,3 +28,29 @@ def test_progress_line_from_learner_log(tmp_path):
   assert '100 frames/s' in line
   assert 'return 20.00 (last 2 episodes)' in line
   assert 'ETA 0h01m20s' in line
+
+
+def test_episode_lines_that_count_more_episodes_stand_for_each_of_them():
+  progress = progress_monitor.Progress(num_returns=5)
+  progress.update([
+      'I1204 episodes.py:1] Return: 9.000000 Raw return: 9.000000 Frames: 9 Env id: 0 '
+      '(training) Iteration: 3 (+3 more episodes since the last line: mean return 5.000000, '
+      'mean raw return 5.000000, mean frames 5.0)',
+      'I1204 episodes.py:1] Return: 1e+02 Raw return: 1.0 Frames: 9 Env id: 4 (eval) '
+      'Iteration: 3 (+9 more episodes since the last line: mean return 7.0, ...)'], now=1.)
+  assert list(progress.returns) == [5., 5., 5., 9.]  # Evaluation episodes are not counted.
+  assert progress_monitor.parse_episode_returns(
+      'x] Return: -2.5 Raw return: 1 (eval)\nx] Return: nan Raw return: 1\n', 'eval') == [-2.5]
+
+
+def test_the_line_says_what_the_first_training_step_waits_for():
+  progress = progress_monitor.Progress()
+  progress.update(['I1204 runtime.py:1] Waiting for the first training step: replay '
+                   '1,234/5,000 unrolls'], now=1.)
+  assert progress.line() == 'waiting for the first training step: replay 1,234/5,000 unrolls'
+  progress.update(['W1204 starvation.py:1] Inference starved for 12 s: a batch runs only '
+                   'with --inference_batch_size=2 rows'], now=2.)
+  assert 'inference starved' in progress.line()
+  progress.update(['I1204 starvation.py:1] Inference batches fill again: training goes on.',
+                   'I1204 runtime.py:1] Progress: 100/1000 environment frames'], now=3.)
+  assert progress.line().startswith('frames 100/1,000') and 'starved' not in progress.line()

@@ -10,7 +10,7 @@ act with `eval_epsilon` and never enter the replay.
 """
 
 import collections
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from absl import flags
 import tensorflow as tf
@@ -147,9 +147,8 @@ class R2D2Agent(learner_runtime.LearnerAgent):
     """
     insertion_batch_size = self.unrolls_per_iteration()
     self._insert(self.unroll_queue.dequeue_many(insertion_batch_size))
+    # The logging thread shows the fill (`waiting_status`) until training starts.
     while self._replay.num_inserted < self.config.replay_buffer_min_size:
-      tf.print('Waiting for the replay buffer to fill up:', self._replay.num_inserted, '/',
-               self.config.replay_buffer_min_size)
       self._insert(self.unroll_queue.dequeue_many(insertion_batch_size))
     return self._replay.sample(self.config.batch_size, self.config.priority_exponent)
 
@@ -175,6 +174,16 @@ class R2D2Agent(learner_runtime.LearnerAgent):
   def write_summaries(self) -> None:
     tf.summary.scalar('replay_buffer_num_inserted', self._replay.num_inserted)
     tf.summary.scalar('unroll_queue_size', self.unroll_queue.size())
+
+  def waiting_status(self) -> Optional[str]:
+    """The replay's fill until it holds `replay_buffer_min_size` unrolls (logging thread)."""
+    if self._replay is None:
+      return None
+    inserted = int(self._replay.num_inserted.numpy())
+    needed = self.config.replay_buffer_min_size
+    if inserted >= needed:
+      return None
+    return f'replay {inserted:,}/{needed:,} unrolls'
 
 
 def learner_loop(create_env_fn: Callable[[int, Any], Any],

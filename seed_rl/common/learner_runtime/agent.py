@@ -16,7 +16,7 @@ The runtime calls them in this order:
    where `minimize(batch)` runs `compute_loss` on every replica and applies the gradients.
 """
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -113,3 +113,12 @@ class LearnerAgent(object):
 
   def write_summaries(self) -> None:
     """Writes the agent's own TensorBoard scalars (called by the logging thread)."""
+
+  def waiting_status(self) -> Optional[str]:
+    """What the first training step waits for, e.g. `'replay 1,234/5,000 unrolls'`, or None.
+
+    Called by the logging thread (it must only read state) until the first training step of
+    this process; the runtime logs `Waiting for the first training step: <status>` at most every
+    few seconds.
+    """
+    return None

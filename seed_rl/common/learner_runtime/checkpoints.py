@@ -93,12 +93,19 @@ class Checkpointer(object):
     self._period_secs = config.save_checkpoint_secs
     self._last_save = time.time() if resumed else 0.
 
-  def save(self) -> None:
+  @property
+  def latest_checkpoint(self) -> Optional[str]:
+    """The path of the latest checkpoint in the logdir (restored or saved), or None."""
+    return self._manager.latest_checkpoint
+
+  def save(self) -> str:
+    """Saves a checkpoint and exports the policy; returns the checkpoint's path."""
     iteration = int(self._iterations.numpy())
     logging.info('Saving checkpoint and SavedModel at iteration %d', iteration)
-    self._manager.save(checkpoint_number=iteration)
+    path = self._manager.save(checkpoint_number=iteration)
     tf.saved_model.save(self._export, self._export_dir)
     self._last_save = time.time()
+    return path
 
   def maybe_save(self) -> None:
     if time.time() - self._last_save >= self._period_secs:

@@ -1,6 +1,8 @@
 """Episode statistics: counted in the inference function, reported by the logging thread."""
 
 import collections
+import time
+from typing import Optional
 
 from absl import logging
 import numpy as np
@@ -70,25 +72,88 @@ def write_episode_summaries(infos: EpisodeInfo, group: int = 1, prefix: str = ''
     tf.summary.scalar(prefix + 'episode_num_frames', np.mean(infos.episode_num_frames[window]))
 
 
-class EpisodeReporter(object):
-  """Logs every finished episode and writes its summaries: training environments' episodes
-  averaged in groups of `log_episode_frequency` (an incomplete group waits for the next call),
-  evaluation environments' (ids >= `num_training_envs`) one by one under `eval/`."""
+# Seconds between two `Return: ...` lines of the same kind of environment (training, eval).
+EPISODE_LINE_PERIOD_SECS = 5.
 
-  def __init__(self, num_training_envs: int, log_episode_frequency: int):
+_EPISODE_LINE = 'Return: %f Raw return: %f Frames: %i Env id: %i (%s) Iteration: %i'
+# Appended to an episode line when episodes finished since the previous line were not shown.
+_MORE_EPISODES = (' (+%i more episodes since the last line: mean return %f, mean raw return %f, '
+                  'mean frames %.1f)')
+
+
+class _EpisodeLines(object):
+  """The log lines of one kind of environment, at most one every `period` seconds.
+
+  A line shows the latest finished episode; the episodes finished since the previous line and
+  not shown are counted in it with their means (`_MORE_EPISODES`), so that the lines still
+  account for every episode (`progress_monitor.parse_episode_returns` reads them back).
+  """
+
+  def __init__(self, kind: str, period: float):
+    self._kind = kind
+    self._period = period
+    self._latest = None  # (return, raw return, frames, env id, iteration)
+    self._skipped = 0
+    self._sums = np.zeros(3)  # return, raw return, frames of the skipped episodes
+    self._last_line = -np.inf
+
+  def add(self, infos: EpisodeInfo, iteration: int) -> None:
+    for frames, episode_return, raw_return, env_id in zip(*infos):
+      if self._latest is not None:
+        self._skipped += 1
+        self._sums += self._latest[:3]
+      self._latest = (float(episode_return), float(raw_return), int(frames), int(env_id),
+                      iteration)
+
+  def maybe_log(self, now: float, force: bool = False) -> None:
+    if self._latest is None or (not force and now - self._last_line < self._period):
+      return
+    episode_return, raw_return, frames, env_id, iteration = self._latest
+    message, args = _EPISODE_LINE, [episode_return, raw_return, frames, env_id, self._kind,
+                                    iteration]
+    if self._skipped:
+      message += _MORE_EPISODES
+      args += [self._skipped] + list(self._sums / self._skipped)
+    logging.info(message, *args)
+    self._latest, self._skipped, self._sums = None, 0, np.zeros(3)
+    self._last_line = now
+
+
+class EpisodeReporter(object):
+  """Writes the summaries of every finished episode and logs them in a few lines.
+
+  Summaries: training environments' episodes averaged in groups of `log_episode_frequency` (an
+  incomplete group waits for the next call), evaluation environments' (ids >=
+  `num_training_envs`) one by one under `eval/`. Log: one `Return: ...` line per kind of
+  environment at most every `line_period` seconds, for the latest episode, with the count and
+  mean return of the episodes finished since the previous line (`_EpisodeLines`).
+  """
+
+  def __init__(self, num_training_envs: int, log_episode_frequency: int,
+               line_period: float = EPISODE_LINE_PERIOD_SECS):
     self._num_training_envs = num_training_envs
     self._group = log_episode_frequency
     self._pending = EpisodeInfo(*[np.zeros([0])] * 4)
+    self._lines = {kind: _EpisodeLines(kind, line_period) for kind in ('training', 'eval')}
 
-  def report(self, infos: EpisodeInfo, iteration: int) -> None:
-    """Logs and writes `infos`; call with a default summary writer and step."""
+  def report(self, infos: EpisodeInfo, iteration: int, now: Optional[float] = None) -> None:
+    """Logs and writes `infos`; call with a default summary writer and step.
+
+    `now` (`time.monotonic()` by default) decides whether a line is due.
+    """
+    now = time.monotonic() if now is None else now
     is_eval = infos.env_ids >= self._num_training_envs
-    for frames, episode_return, raw_return, env_id, evaluating in zip(*infos, is_eval):
-      logging.info('Return: %f Raw return: %f Frames: %i Env id: %i (%s) Iteration: %i',
-                   episode_return, raw_return, frames, env_id,
-                   'eval' if evaluating else 'training', iteration)
+    self._lines['training'].add(_select(infos, ~is_eval), iteration)
+    self._lines['eval'].add(_select(infos, is_eval), iteration)
+    for lines in self._lines.values():
+      lines.maybe_log(now)
     training = _concatenate(self._pending, _select(infos, ~is_eval))
     written = len(training.env_ids) - len(training.env_ids) % self._group
     write_episode_summaries(_select(training, slice(0, written)), self._group)
     self._pending = _select(training, slice(written, None))
     write_episode_summaries(_select(infos, is_eval), prefix='eval/')
+
+  def flush(self) -> None:
+    """Logs the episodes not shown yet (at the end of training)."""
+    for lines in self._lines.values():
+      lines.maybe_log(time.monotonic(), force=True)

@@ -3,17 +3,23 @@
 It probes the environment for its spaces, creates the agent's networks on the learner's devices,
 restores the latest checkpoint, serves the inference function to the actors over gRPC and runs
 the agent's training step in a thread until the frame budget is spent or a stop is requested;
-then it saves a checkpoint and the exported policy.
+then it saves a checkpoint and the exported policy, and says so in one line. A learner whose
+checkpoint is already at the end of its budget says so and stops at once.
+
+The logging thread reports what happens: progress and summaries after training steps, finished
+episodes (a few lines, every episode in the summaries), what the first training step waits for,
+and inference batches that do not fill (`starvation`).
 """
 
 import math
+import time
 from typing import Any, Callable, Tuple
 
 from absl import logging
 import tensorflow as tf
 
 from seed_rl.common import devices
-from seed_rl.common import learner_config
+from seed_rl.common import config_checks
 from seed_rl.common import profiling
 from seed_rl.common import progress_logger
 from seed_rl.common import queues
@@ -25,24 +31,18 @@ from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import input_checks
 from seed_rl.common.learner_runtime import lifecycle
 from seed_rl.common.learner_runtime import run_record
+from seed_rl.common.learner_runtime import starvation
 from seed_rl.common.learner_runtime import training
 
 # Training steps averaged into one point of the `timing/...` summaries.
 _TIMING_WINDOW = 20
+# Seconds between two lines saying what the first training step waits for.
+_WAITING_LINE_PERIOD_SECS = 5.
 
 
 def validate_config(config: Any) -> None:
   """The checks every learner makes before it starts; resolves `inference_batch_size=-1`."""
-  learner_config.validate_learner_config(config)
-  for name in ('batch_size', 'unroll_length', 'unroll_queue_max_size', 'save_checkpoint_secs',
-               'log_episode_frequency', 'checkpoints_to_keep'):
-    if getattr(config, name) <= 0:
-      raise ValueError(f'{name} must be positive, got {getattr(config, name)}.')
-  if config.num_envs <= config.num_eval_envs:
-    raise ValueError(
-        f'Every environment is an evaluation environment (num_envs={config.num_envs}, '
-        f'num_eval_envs={config.num_eval_envs}): no unroll would ever be trained on and '
-        'training would wait forever. Use num_eval_envs < num_envs.')
+  config_checks.validate_runtime_config(config)
 
 
 def _probe_spaces(create_env_fn: Callable[[int, Any], Any], config: Any):
@@ -123,12 +123,20 @@ class _Learner(object):
     self._checkpointer = checkpoints.Checkpointer(
         dict(agent.checkpointed(), optimizer=self._optimizer), export, self._iterations,
         config)
+    # A learner restored at the end of its budget has nothing to do (see `run`).
+    self.already_finished = self._iteration() >= self._final_iteration
+    if self.already_finished:
+      return
     self._summary_writer = tf.summary.create_file_writer(config.logdir, flush_millis=20000,
                                                          max_queue=1000)
     self._logger = progress_logger.ProgressLogger(
         summary_writer=self._summary_writer,
         starting_step=self._iteration() * self._frames_per_iteration)
     self._create_env_state()
+    self._starvation = None
+    self._logged_frames = self._iteration() * self._frames_per_iteration
+    self._trained = False  # Whether a training step of this process was logged.
+    self._last_waiting_line = time.monotonic()
 
   @property
   def _iterations(self) -> tf.Variable:
@@ -163,19 +171,42 @@ class _Learner(object):
       return lifecycle.start_server(self._config, inference_fns, check)
 
   def _write_logs(self) -> None:
-    """Runs in the logging thread before it writes the latest step's values."""
-    tf.summary.scalar('learning_rate', self._learning_rate_fn(self._iterations))
-    self._agent.write_summaries()
-    self._episode_reporter.report(self._episode_stats.dequeue_finished(), self._iteration())
-    logging.info('Progress: %d/%d environment frames', int(self._logger.step_cnt.numpy()),
-                 int(self._config.total_environment_frames))
+    """Runs in the logging thread on each of its wake-ups, before it writes the latest step's
+    values (when a step ended since the last wake-up), at the current step."""
+    now = time.monotonic()
+    self._episode_reporter.report(self._episode_stats.dequeue_finished(), self._iteration(),
+                                  now)
+    if self._starvation is not None:
+      self._starvation.check(now)
+    frames = int(self._logger.step_cnt.numpy())
+    if frames != self._logged_frames:
+      self._logged_frames, self._trained = frames, True
+      tf.summary.scalar('learning_rate', self._learning_rate_fn(self._iterations))
+      self._agent.write_summaries()
+      logging.info('Progress: %d/%d environment frames', frames,
+                   int(self._config.total_environment_frames))
+    elif not self._trained and now - self._last_waiting_line >= _WAITING_LINE_PERIOD_SECS:
+      status = self._agent.waiting_status()
+      if status:
+        logging.info('Waiting for the first training step: %s', status)
+        self._last_waiting_line = now
 
   def _train_once(self, minimize: agent_lib.Minimize) -> None:
     self._checkpointer.maybe_save()
     with profiling.ExportingTimer('timing/training_step_secs', _TIMING_WINDOW):
       self._agent.training_step(minimize, self._iteration())
 
+  def _frames(self, iteration: int) -> int:
+    return iteration * self._frames_per_iteration
+
   def run(self, stop_requested) -> None:
+    if self.already_finished:
+      logging.warning(
+          'Training already finished at %d environment frames (iteration %d, checkpoint %s); '
+          'delete the logdir or raise --total_environment_frames (now %d) to train more.',
+          self._frames(self._iteration()), self._iteration(),
+          self._checkpointer.latest_checkpoint, int(self._config.total_environment_frames))
+      return
     minimize = training.create_minimize(self._strategy, self._agent, self._optimizer,
                                         self._logger, self._frames_per_iteration)
 
@@ -188,10 +219,20 @@ class _Learner(object):
       with self._summary_writer.as_default(step=self._logger.step_cnt):
         self._train_once(timed_minimize)
 
-    lifecycle.serve_and_train(self._start_server(), self._logger, self._write_logs, train_once,
+    server = self._start_server()
+    self._starvation = starvation.StarvationWatch(server, self._config)
+    self._last_waiting_line = time.monotonic()
+    lifecycle.serve_and_train(server, self._logger, self._write_logs, train_once,
                               lambda: self._iteration() >= self._final_iteration,
                               stop_requested, self._unroll_queue, self._episode_stats)
-    self._checkpointer.save()
+    path = self._checkpointer.save()
+    self._episode_reporter.flush()
     self._summary_writer.flush()
-    logging.info('Training finished at iteration %d (%d environment frames).',
-                 self._iteration(), self._iteration() * self._frames_per_iteration)
+    iteration = self._iteration()
+    if iteration >= self._final_iteration:
+      reason = 'the frame budget is spent'
+    else:
+      left = int(self._config.total_environment_frames) - self._frames(iteration)
+      reason = f'stopped with {left} frames of the budget left'
+    logging.info('Training finished at iteration %d (%d environment frames): %s; checkpoint %s',
+                 iteration, self._frames(iteration), reason, path)

@@ -89,7 +89,11 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
     final_path, final_values = _checkpoint_values(tmp_path / 'logdir')
     final_iteration = int(final_path.rsplit('-', 1)[1])
     assert final_iteration > saved_iteration
-    assert 'Training finished' in second.log()
+    # The stop is summed up in one line: frames, what is left of the budget, the checkpoint.
+    assert re.search(rf'Training finished at iteration {final_iteration} '
+                     rf'\({final_iteration * frames_per_iteration} environment frames\): stopped '
+                     rf'with \d+ frames of the budget left; checkpoint {re.escape(final_path)}',
+                     second.log()), second.log()[-2000:]
 
     # A learner restored without actors and stopped at once re-saves exactly what it restored:
     # weights, optimizer state and step counter (and SIGTERM works while it waits for data).
@@ -106,6 +110,16 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
     assert values.keys() == final_values.keys()
     for name, value in final_values.items():
       np.testing.assert_array_equal(values[name], value, err_msg=name)
+
+    # Resumed at its budget, a learner says so and stops at once, without waiting for actors.
+    budget = final_iteration * frames_per_iteration
+    fourth = processes.start('learner_4', GYM_MAIN, flags + [
+        '--run_mode=learner', f'--total_environment_frames={budget}'])
+    assert fourth.wait(90) == 0, fourth.log()[-3000:]
+    assert (f'Training already finished at {budget} environment frames (iteration '
+            f'{final_iteration}, checkpoint {final_path}); delete the logdir or raise '
+            f'--total_environment_frames (now {budget}) to train more.') in fourth.log()
+    assert tf.train.latest_checkpoint(str(tmp_path / 'logdir')) == final_path
 
 
 @pytest.mark.timeout(480)

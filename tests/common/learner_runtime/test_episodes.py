@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.common import progress_monitor
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.structures import EnvOutput
 from tests.common.summaries import read_scalars
@@ -53,23 +54,50 @@ def _infos(env_ids, returns):
                               np.array(returns, np.float32) * 10, np.array(env_ids))
 
 
+def _logged_lines(monkeypatch):
+  logged = []
+  monkeypatch.setattr(episodes.logging, 'info', lambda message, *args: logged.append(
+      message % tuple(args)))
+  return logged
+
+
 def test_reporter_groups_training_episodes_and_reports_eval_ones_apart(tmp_path, monkeypatch):
   writer = tf.summary.create_file_writer(str(tmp_path))
   reporter = episodes.EpisodeReporter(num_training_envs=3, log_episode_frequency=2)
-  logged = []
-  monkeypatch.setattr(episodes.logging, 'info', lambda message, *args: logged.append(
-      message % args))
+  logged = _logged_lines(monkeypatch)
   with writer.as_default(step=7):
-    reporter.report(_infos([0, 3, 1, 2], [1., 100., 3., 5.]), iteration=2)
-    reporter.report(_infos([1], [7.]), iteration=3)  # Completes the pending group.
+    reporter.report(_infos([0, 3, 1, 2], [1., 100., 3., 5.]), iteration=2, now=0.)
+    reporter.report(_infos([1], [7.]), iteration=3, now=1.)  # Completes the pending group.
   writer.flush()
   scalars = read_scalars(tmp_path)
   assert [value for _, value in scalars['episode_return']] == [2., 6.]
   assert [value for _, value in scalars['episode_raw_return']] == [20., 60.]
   assert [value for _, value in scalars['episode_num_frames']] == [8., 8.]
   assert [value for _, value in scalars['eval/episode_return']] == [100.]
-  lines = [line for line in logged if line.startswith('Return:')]
-  assert len(lines) == 5
-  assert 'Env id: 3 (eval) Iteration: 2' in lines[1]
-  assert lines[4].startswith('Return: 7.000000 Raw return: 70.000000 Frames: 8 Env id: 1 '
-                             '(training) Iteration: 3')
+  # One line per kind of environment: the latest episode, with the others counted in it.
+  assert logged == [
+      'Return: 5.000000 Raw return: 50.000000 Frames: 8 Env id: 2 (training) Iteration: 2 '
+      '(+2 more episodes since the last line: mean return 2.000000, mean raw return '
+      '20.000000, mean frames 8.0)',
+      'Return: 100.000000 Raw return: 1000.000000 Frames: 8 Env id: 3 (eval) Iteration: 2']
+
+
+def test_episode_lines_come_at_most_every_period_and_account_for_every_episode(monkeypatch):
+  reporter = episodes.EpisodeReporter(num_training_envs=4, log_episode_frequency=1,
+                                      line_period=5.)
+  logged = _logged_lines(monkeypatch)
+  returns = []
+  for second in range(12):  # An episode a second.
+    returns.append(float(second))
+    reporter.report(_infos([second % 4], [second]), iteration=second, now=float(second))
+  assert len(logged) == 3  # At 0, 5 and 10 s.
+  assert logged[1].startswith('Return: 5.000000 ') and '(+4 more episodes' in logged[1]
+  reporter.report(_infos([], []), iteration=12, now=12.)
+  assert len(logged) == 3  # Nothing new is due yet.
+  reporter.flush()  # At the end of training, the episode not shown yet.
+  assert len(logged) == 4 and logged[3].startswith('Return: 11.000000 ')
+  # The lines account for every episode, each shown or counted with the mean of its line.
+  parsed = progress_monitor.parse_episode_returns('\n'.join(f'I0 x] {line}' for line in logged))
+  assert len(parsed) == len(returns) and np.mean(parsed) == pytest.approx(np.mean(returns))
+  reporter.flush()
+  assert len(logged) == 4  # Flushed once.

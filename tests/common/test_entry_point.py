@@ -1,0 +1,47 @@
+"""The learner's start-up says only what matters: TensorFlow's noise is silenced by default."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seed_rl.common import entry_point
+from tests.processes import ROOT
+
+GYM_MAIN = 'seed_rl.environments.gym.vtrace_main'
+NOISE = ('failed call to cuInit', 'oneDNN custom operations', 'rebuild TensorFlow',
+         'absl::InitializeLog')
+
+
+def _failing_learner(tmp_path, **environment):
+  """A learner that imports TensorFlow, finds its devices and stops on a missing env."""
+  env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
+  env.update(PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES='', **environment)
+  return subprocess.run(
+      [sys.executable, '-m', GYM_MAIN, '--run_mode=learner', '--env_name=NoSuchEnv-v0',
+       f'--logdir={tmp_path}', '--num_envs=1', f'--server_address=unix:{tmp_path}/l.sock'],
+      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110)
+
+
+@pytest.mark.timeout(240)
+def test_tensorflow_noise_is_silenced_unless_asked_for(tmp_path):
+  quiet = _failing_learner(tmp_path)
+  assert quiet.returncode == 1
+  assert 'Learner uses 1 CPU device(s)' in quiet.stderr
+  assert quiet.stderr.rstrip().splitlines()[-1].startswith(
+      "seed_rl learner: Cannot create Gymnasium environment 'NoSuchEnv-v0'")
+  assert not [line for line in quiet.stderr.splitlines() if any(n in line for n in NOISE)]
+  # TF_CPP_MIN_LOG_LEVEL=0 keeps every line TensorFlow prints.
+  loud = _failing_learner(tmp_path, TF_CPP_MIN_LOG_LEVEL='0')
+  assert loud.returncode == 1
+  assert any(n in loud.stderr for n in NOISE), loud.stderr[-2000:]
+
+
+def test_quiet_lines_are_noise_only_where_they_signal_nothing():
+  cu_init = 'E0000 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error'
+  assert entry_point.is_quiet_line(cu_init, has_gpu=False)
+  assert not entry_point.is_quiet_line(cu_init, has_gpu=True)  # A broken GPU must be seen.
+  assert entry_point.is_quiet_line('I0000 cpu_feature_guard.cc:210] This TensorFlow binary is '
+                                   'optimized to use available CPU instructions', has_gpu=True)
+  assert not entry_point.is_quiet_line('E0000 something else failed', has_gpu=False)
