@@ -27,11 +27,11 @@ import sys
 import time
 
 from bench import process_group
+from seed_rl.common import progress_monitor
 
 MODULE = 'bench.learn_football'
 GAME = 'academy_empty_goal_close'
 NETWORK_VARIABLE = 'SEED_RL_BENCH_NETWORK'
-_EPISODE = re.compile(r'\] Return: ([-\d.e+]+) Raw return: ([-\d.e+]+) Frames: (\d+)')
 _PROGRESS = re.compile(r'Progress: (\d+)/')
 
 
@@ -89,12 +89,13 @@ def _entry_point() -> None:
 
 
 def _episodes(log_text: str) -> list[tuple[float, int]]:
-  """(raw return, environment frames played so far) at the end of every episode the learner
-  logged, in order; the frames are the sum of the lengths of the episodes finished so far."""
-  episodes, frames = [], 0
-  for match in _EPISODE.finditer(log_text):
-    frames += int(match.group(3))
-    episodes.append((float(match.group(2)), frames))
+  """(raw return, environment frames played so far) at the end of every episode the learner's
+  log accounts for (`progress_monitor.parse_episodes`), in order; the frames are the sum of the
+  lengths of the episodes finished so far."""
+  episodes, frames = [], 0.
+  for episode in progress_monitor.parse_episodes(log_text):
+    frames += episode.frames
+    episodes.append((episode.raw_return, int(frames)))
   return episodes
 
 

@@ -18,18 +18,19 @@ import sys
 import time
 
 from bench import process_group
+from seed_rl.common import progress_monitor
 
 MODULE = 'seed_rl.environments.mujoco.sac_main'
-_EPISODE = re.compile(r'\] Return: ([-\d.e+]+) Raw return: [-\d.e+]+ Frames: (\d+)')
 _PROGRESS = re.compile(r'Progress: (\d+)/')
 
 
 def _episodes(log_text: str) -> list:
-  """(return, environment frames played so far) of every episode the learner logged."""
-  episodes, frames = [], 0
-  for match in _EPISODE.finditer(log_text):
-    frames += int(match.group(2))
-    episodes.append((float(match.group(1)), frames))
+  """(return, environment frames played so far) of every episode the learner's log accounts
+  for (`progress_monitor.parse_episodes`)."""
+  episodes, frames = [], 0.
+  for episode in progress_monitor.parse_episodes(log_text):
+    frames += episode.frames
+    episodes.append((episode.episode_return, int(frames)))
   return episodes
 
 

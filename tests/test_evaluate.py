@@ -25,6 +25,7 @@ import time
 import numpy as np
 import pytest
 
+from seed_rl.common import progress_monitor
 from tests.processes import ROOT, Processes, frames_progress
 
 VTRACE_MAIN = 'seed_rl.environments.gym.vtrace_main'
@@ -35,7 +36,6 @@ EVAL_ENV_SEED = SEED + 1  # The evaluation environment has id 1.
 REPLAYED_EPISODES = 3
 # Mean return of uniformly random actions on CartPole-v1 (about 22; always one action: about 9).
 RANDOM_RETURN = 22
-EVAL_RETURN = r'\] Return: ([-\d.]+) .*Env id: 1 \(eval\)'
 LOGGED_EPISODE = r'Episode of env 1: return ([-\d.e+]+) length (\d+)'
 
 
@@ -78,7 +78,7 @@ def _flags(tmp_path, **overrides):
 
 
 def _eval_returns(log):
-  return [float(r) for r in re.findall(EVAL_RETURN, log)]
+  return progress_monitor.parse_episode_returns(log, 'eval')
 
 
 @pytest.fixture(scope='module')

@@ -5,7 +5,7 @@ r"""Live progress line of a running learner, read from its log (used by run_loca
 Shows environment frames done and budgeted, frames/s, the mean return of the recent episodes
 and the time left at the current speed, or what the learner waits for before its first training
 step. It reads the learner's 'Progress: F/T environment frames', 'Return: R ...' (see
-`parse_episode_returns`), 'Waiting for the first training step: ...' and starvation lines, so it
+`parse_episodes`), 'Waiting for the first training step: ...' and starvation lines, so it
 needs no TensorFlow.
 """
 
@@ -15,25 +15,33 @@ import os
 import re
 import sys
 import time
-from typing import Deque, List, Optional, Tuple
+from typing import Deque, List, NamedTuple, Optional, Tuple
 
 PROGRESS = re.compile(r'Progress: (\d+)/(\d+) environment frames')
-_NUMBER = r'-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)'
+_NUMBER = r'(-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan))'
 # An episode line of the learner (`learner_runtime.episodes`): the latest episode, then, when
-# episodes finished since the previous line were not shown, their count and mean return.
-RETURN = re.compile(r'\] Return: (' + _NUMBER + r')(?= )')
+# episodes finished since the previous line were not shown, their count and means.
+RETURN = re.compile(r'\] Return: ' + _NUMBER + ' Raw return: ' + _NUMBER + r' Frames: (\d+)')
 _KIND = re.compile(r' \((training|eval)\)')
-_MORE = re.compile(r'\(\+(\d+) more episodes since the last line: mean return (' + _NUMBER + ')')
+_MORE = re.compile(r'\(\+(\d+) more episodes since the last line: mean return ' + _NUMBER +
+                   ', mean raw return ' + _NUMBER + ', mean frames ' + _NUMBER + r'\)')
 WAITING = re.compile(r'Waiting for the first training step: (.*)$')
 STARVED = re.compile(r'Inference starved')
 FED = re.compile(r'Inference batches fill again')
 
 
-def episode_returns_of_line(line: str) -> Tuple[Optional[str], List[float]]:
-  """`(kind, returns)` of one learner log line: kind 'training', 'eval' or None (not said).
+class Episode(NamedTuple):
+  """A finished episode as the learner's log accounts for it."""
+  episode_return: float
+  raw_return: float
+  frames: float
 
-  The returns of the episodes the line accounts for, oldest first: those it counts without
-  showing them (each given their mean), then the episode it shows. Empty for other lines.
+
+def episodes_of_line(line: str) -> Tuple[Optional[str], List[Episode]]:
+  """`(kind, episodes)` of one learner log line: kind 'training', 'eval' or None (not said).
+
+  The episodes the line accounts for, oldest first: those it counts without showing them (each
+  given their means), then the episode it shows. Empty for other lines.
   """
   match = RETURN.search(line)
   if not match:
@@ -41,23 +49,32 @@ def episode_returns_of_line(line: str) -> Tuple[Optional[str], List[float]]:
   rest = line[match.end():]
   kind = _KIND.search(rest)
   more = _MORE.search(rest)
-  returns = [float(more.group(2))] * int(more.group(1)) if more else []
-  return (kind.group(1) if kind else None), returns + [float(match.group(1))]
+  episodes = []
+  if more:
+    episodes = [Episode(*(float(more.group(g)) for g in (2, 3, 4)))] * int(more.group(1))
+  shown = Episode(float(match.group(1)), float(match.group(2)), float(match.group(3)))
+  return (kind.group(1) if kind else None), episodes + [shown]
+
+
+def parse_episodes(text: str, kind: Optional[str] = None) -> List[Episode]:
+  """The episodes a learner log accounts for, in order (see `episodes_of_line`).
+
+  The learner logs one line per kind of environment every few seconds; the episodes a line does
+  not show stand in with their means, so the sums and means over any run of lines are exact,
+  and so is the number of episodes. `kind`: 'training' or 'eval' to keep only those; None
+  keeps all.
+  """
+  episodes = []
+  for line in text.splitlines():
+    line_kind, line_episodes = episodes_of_line(line)
+    if kind is None or line_kind == kind:
+      episodes.extend(line_episodes)
+  return episodes
 
 
 def parse_episode_returns(text: str, kind: Optional[str] = None) -> List[float]:
-  """The episode returns a learner log accounts for, in order (see `episode_returns_of_line`).
-
-  The learner logs one line per kind of environment every few seconds; the episodes a line does
-  not show stand in with their mean, so the mean of any run of lines is exact, and so is the
-  number of episodes. `kind`: 'training' or 'eval' to keep only those; None keeps all.
-  """
-  returns = []
-  for line in text.splitlines():
-    line_kind, line_returns = episode_returns_of_line(line)
-    if kind is None or line_kind == kind:
-      returns.extend(line_returns)
-  return returns
+  """The returns of `parse_episodes(text, kind)`."""
+  return [episode.episode_return for episode in parse_episodes(text, kind)]
 
 
 class LogFollower(object):
@@ -99,10 +116,10 @@ class Progress(object):
         self._samples.append((now, self.frames))
         self.status = None
         continue
-      kind, returns = episode_returns_of_line(line)
-      if returns:
+      kind, episodes = episodes_of_line(line)
+      if episodes:
         if kind != 'eval':  # Evaluation episodes are not training returns.
-          self.returns.extend(returns[-self.returns.maxlen:])
+          self.returns.extend(e.episode_return for e in episodes[-self.returns.maxlen:])
         continue
       match = WAITING.search(line)
       if match:

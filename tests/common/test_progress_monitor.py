@@ -9,7 +9,7 @@ pytestmark = pytest.mark.timeout(30)
 
 def test_progress_line_from_learner_log(tmp_path):
   log = tmp_path / 'learner.log'
-  log.write_text('I1202 learner.py:1] Return: 10.0 Raw return: 10.0 Frames: 40\n'
+  log.write_text('I1202 learner.py:1] Return: 10.0 Raw return: 10.0 Frames: 40 Env id: 0\n'
                  'I1202 learner.py:2] Progress: 1000/10000 environment frames\n'
                  'I1202 learner.py:3] Return: 30.0 Raw return: 1.0 Frames: 9 Env id: 1 '
                  '(training) Iteration: 2\n'
@@ -37,10 +37,14 @@ def test_episode_lines_that_count_more_episodes_stand_for_each_of_them():
       '(training) Iteration: 3 (+3 more episodes since the last line: mean return 5.000000, '
       'mean raw return 5.000000, mean frames 5.0)',
       'I1204 episodes.py:1] Return: 1e+02 Raw return: 1.0 Frames: 9 Env id: 4 (eval) '
-      'Iteration: 3 (+9 more episodes since the last line: mean return 7.0, ...)'], now=1.)
+      'Iteration: 3 (+9 more episodes since the last line: mean return 7.0, mean raw return '
+      '7.0, mean frames 2.5)'], now=1.)
   assert list(progress.returns) == [5., 5., 5., 9.]  # Evaluation episodes are not counted.
-  assert progress_monitor.parse_episode_returns(
-      'x] Return: -2.5 Raw return: 1 (eval)\nx] Return: nan Raw return: 1\n', 'eval') == [-2.5]
+  log = ('x] Return: -2.5 Raw return: 1 Frames: 3 (eval) (+2 more episodes since the last '
+         'line: mean return 1.5, mean raw return 2.0, mean frames 4.5)\n'
+         'x] Return: nan Raw return: 1 Frames: 8 (training)\n')
+  assert progress_monitor.parse_episodes(log, 'eval') == [(1.5, 2., 4.5)] * 2 + [(-2.5, 1., 3.)]
+  assert progress_monitor.parse_episode_returns(log, 'eval') == [1.5, 1.5, -2.5]
 
 
 def test_the_line_says_what_the_first_training_step_waits_for():
