@@ -1,0 +1,146 @@
+r"""Checks the flags of an entry point in about a second, before anything starts.
+
+  python -m seed_rl.common.flag_check [--prefix=NAME] [--shape=TEXT] [--print=FLAG,...] \
+      MODULE [--flag=value ...]
+
+MODULE is an entry point such as `seed_rl.environments.gym.vtrace_main`; the flags are the
+command line its learner (or actor) would get. The entry points define flags only at import time
+(TensorFlow is imported by the learner when it runs), so importing one costs about a second. The
+flags are parsed with absl exactly as the entry point will parse them; for `--run_mode=learner`
+the learner's own checks of its batch sizes and counts follow (`config_checks`, the checks the
+learner makes before it starts).
+
+Exit status 0 when the flags are good (then `--print` writes `name=value` lines of the parsed
+flags, e.g. `--print=logdir,server_address`), 3 when MODULE cannot be imported by this Python,
+else 2 with one line on stderr:
+
+  run_local.sh: unknown flag --gme=Breakout (did you mean --game?) of seed_rl.environments...
+
+`--prefix` starts that line (default `seed_rl`), `--shape` says where `--num_envs` comes from
+in the messages (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
+
+From Python: `check(module, argv, shape=None)` returns absl's FLAGS or raises `FlagCheckError`
+with that line's message. It imports the module, which defines its flags in this process's
+absl FLAGS: check one entry point per process.
+
+No TensorFlow is imported here.
+"""
+
+import difflib
+import importlib
+import sys
+import types
+from typing import Any, Optional, Sequence
+
+from absl import flags
+
+from seed_rl.common import config_checks
+
+class FlagCheckError(ValueError):
+  """Flags the entry point would refuse; the message is one line."""
+
+
+class ImportFailed(FlagCheckError):
+  """The entry point cannot be imported here (e.g. a package this Python lacks)."""
+
+
+def _suggestions(name: str, error: flags.UnrecognizedFlagError,
+                 known: Sequence[str]) -> Sequence[str]:
+  """Close names of `name` (or of it without a boolean's `no` prefix), else absl's "Did you
+  mean" names."""
+  for candidate in (name, name[2:] if name.startswith('no') else ''):
+    matches = difflib.get_close_matches(candidate, known, n=3, cutoff=0.75) if candidate else []
+    if matches:
+      return matches
+  message = str(error)
+  if 'Did you mean:' in message:
+    names = message.split('Did you mean:', 1)[1].strip().rstrip('?').strip()
+    return [n.strip() for n in names.split(',') if n.strip()]
+  return []
+
+
+def _unknown_flag_message(error: flags.UnrecognizedFlagError, argv: Sequence[str],
+                          module: str) -> str:
+  name = error.flagname
+  # The argument as given (absl keeps only the name), e.g. --gme=Breakout.
+  given = next((a for a in argv if a.lstrip('-').split('=', 1)[0] == name), f'--{name}')
+  suggestions = _suggestions(name, error, sorted(flags.FLAGS))
+  hint = ''
+  if suggestions:
+    hint = ' (did you mean ' + ' or '.join(f'--{s}' for s in suggestions) + '?)'
+  return f'unknown flag {given}{hint} of {module}'
+
+
+def parse(module: str, argv: Sequence[str]) -> flags.FlagValues:
+  """Imports the entry point `module` and parses `argv` (without the program name) with its
+  flags, as the entry point would; raises FlagCheckError."""
+  try:
+    importlib.import_module(module)
+  except Exception as e:  # pylint: disable=broad-except
+    last = str(e).strip().splitlines()
+    raise ImportFailed(f'cannot import {module}: {type(e).__name__}: '
+                         f'{last[-1] if last else ""}'.rstrip(': ')) from None
+  values = flags.FLAGS
+  try:
+    rest = values([module] + list(argv))
+  except flags.UnrecognizedFlagError as e:
+    raise FlagCheckError(_unknown_flag_message(e, argv, module)) from None
+  except flags.Error as e:
+    raise FlagCheckError(f'{e} ({module})') from None
+  if len(rest) > 1:
+    raise FlagCheckError(f'unexpected argument(s) {" ".join(rest[1:])}: {module} takes '
+                         '--flag=value arguments only')
+  return values
+
+
+def check_learner_config(config: Any, shape: Optional[str] = None) -> None:
+  """The learner's own checks of its flags that need no TensorFlow and no environment
+  (`config_checks.validate_runtime_config`), on a copy: `config` is not changed.
+
+  `shape` says where `--num_envs` comes from (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
+  """
+  names = ('num_envs', 'env_batch_size', 'inference_batch_size', 'num_eval_envs') + (
+      config_checks.POSITIVE_LEARNER_FLAGS)
+  copy = types.SimpleNamespace(**{name: getattr(config, name) for name in names})
+  try:
+    config_checks.validate_runtime_config(copy, num_envs_source=shape)
+  except ValueError as e:
+    raise FlagCheckError(str(e)) from None
+
+
+def check(module: str, argv: Sequence[str], shape: Optional[str] = None) -> flags.FlagValues:
+  """`parse(module, argv)`, then for `--run_mode=learner` `check_learner_config`."""
+  values = parse(module, argv)
+  if 'run_mode' in values and values.run_mode == 'learner':
+    check_learner_config(values, shape)
+  return values
+
+
+def main(argv: Sequence[str]) -> int:
+  options = {'prefix': 'seed_rl', 'shape': None, 'print': ''}
+  args = list(argv[1:])
+  while args and args[0].split('=', 1)[0] in ('--prefix', '--shape', '--print'):
+    name, _, value = args.pop(0)[2:].partition('=')
+    options[name] = value
+  if not args or args[0].startswith('-'):
+    print('usage: python -m seed_rl.common.flag_check [--prefix=NAME] [--shape=TEXT] '
+          '[--print=FLAG,...] MODULE [--flag=value ...]', file=sys.stderr)
+    return 2
+  module, module_argv = args[0], args[1:]
+  try:
+    values = check(module, module_argv, options['shape'])
+    lines = []
+    for name in filter(None, options['print'].split(',')):
+      if name not in values:
+        raise FlagCheckError(f'{module} has no flag --{name}')
+      lines.append(f'{name}={values[name].value}')
+  except FlagCheckError as e:
+    print(f'{options["prefix"]}: {e}', file=sys.stderr)
+    return 3 if isinstance(e, ImportFailed) else 2
+  for line in lines:
+    print(line)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv))

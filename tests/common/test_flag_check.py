@@ -1,0 +1,127 @@
+"""seed_rl.common.flag_check: an entry point's flags checked in about a second, without
+TensorFlow, as run_local.sh and gcp/train_*.sh do before anything starts."""
+
+import os
+import subprocess
+import sys
+import time
+import types
+
+import pytest
+
+from seed_rl.common import flag_check
+from tests import processes
+
+ROOT = processes.ROOT
+ENTRY_POINTS = sorted(
+    f'seed_rl.environments.{path.parent.name}.{path.stem}'
+    for path in (ROOT / 'seed_rl' / 'environments').glob('*/*_main.py'))
+
+
+def _check(module, *argv, options=()):
+  environment = dict(os.environ, PYTHONPATH=str(ROOT))
+  start = time.monotonic()
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.flag_check', *options, module,
+                           *argv], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          timeout=110)
+  return result, time.monotonic() - start
+
+
+def _config(**values):
+  defaults = dict(num_envs=8, env_batch_size=2, inference_batch_size=-1, batch_size=4,
+                  unroll_length=10, unroll_queue_max_size=1, save_checkpoint_secs=1800,
+                  log_episode_frequency=1, checkpoints_to_keep=3, num_eval_envs=0)
+  defaults.update(values)
+  return types.SimpleNamespace(**defaults)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize('values, message', [
+    (dict(num_envs=0), '--num_envs=0 (SHAPE) must be positive'),
+    (dict(env_batch_size=0), '--env_batch_size must be positive, got 0'),
+    (dict(inference_batch_size=0), '--inference_batch_size must be positive or -1, got 0'),
+    (dict(inference_batch_size=3), '--inference_batch_size=3 must be a multiple of '
+                                    '--env_batch_size=2'),
+    (dict(inference_batch_size=10), '--inference_batch_size=10 is more than --num_envs=8 '
+                                     '(SHAPE): the learner runs full inference batches only'),
+    # -1 resolves to max(env_batch_size, num_envs // 2) = 3, not a whole number of calls of 2.
+    (dict(num_envs=6, env_batch_size=2), 'the inference batch size (3, from '
+                                         '--inference_batch_size=-1) must be a multiple'),
+    (dict(batch_size=0), '--batch_size must be positive, got 0'),
+    (dict(num_eval_envs=8), '--num_eval_envs=8 leaves no training environment'),
+])
+def test_learner_config_checks_name_the_flags(values, message):
+  with pytest.raises(flag_check.FlagCheckError) as raised:
+    flag_check.check_learner_config(_config(**values), shape='SHAPE')
+  assert message in str(raised.value)
+  assert '\n' not in str(raised.value)
+
+
+@pytest.mark.timeout(30)
+def test_good_learner_configs_pass_unchanged():
+  config = _config()
+  flag_check.check_learner_config(config)
+  assert config.inference_batch_size == -1
+  flag_check.check_learner_config(_config(num_envs=1, env_batch_size=1))
+  flag_check.check_learner_config(_config(num_envs=64, env_batch_size=8, inference_batch_size=32))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('argv, message', [
+    (['--env_nme=Acrobot-v1'],
+     'run_local.sh: unknown flag --env_nme=Acrobot-v1 (did you mean --env_name?) of '
+     'seed_rl.environments.gym.vtrace_main'),
+    (['--unroll_lenght=3'], 'unknown flag --unroll_lenght=3 (did you mean --unroll_length?)'),
+    (['--xyzzy'], 'unknown flag --xyzzy of seed_rl.environments.gym.vtrace_main'),
+    (['--num_envs=four'], "flag --num_envs=four: invalid literal for int() with base 10: 'four'"),
+    (['--discretization=cubic'], 'flag --discretization=cubic: value should be one of'),
+    (['Acrobot-v1'], 'unexpected argument(s) Acrobot-v1'),
+    (['--num_envs=4', '--env_batch_size=4', '--inference_batch_size=8'],
+     '--inference_batch_size=8 is more than --num_envs=4 (2 x 2)'),
+])
+def test_bad_flags_are_one_line_and_status_2_in_seconds(argv, message):
+  result, elapsed = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=learner', *argv,
+                           options=['--prefix=run_local.sh', '--shape=2 x 2'])
+  assert result.returncode == 2, result.stderr
+  assert message in result.stderr
+  assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+  assert result.stdout == ''
+  assert elapsed < 30, f'{elapsed:.1f} s'  # About a second on an idle machine.
+
+
+@pytest.mark.timeout(120)
+def test_actors_skip_the_learner_checks_and_print_shows_the_parsed_flags():
+  result, _ = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=actor',
+                     '--num_envs=2', '--inference_batch_size=8', '--job-dir=/tmp/x',
+                     options=['--print=logdir,server_address,inference_batch_size'])
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.splitlines() == ['logdir=/tmp/x', 'server_address=localhost:8686',
+                                        'inference_batch_size=8']
+
+
+@pytest.mark.timeout(60)
+def test_a_module_that_cannot_be_imported_is_status_3():
+  result, _ = _check('seed_rl.environments.nowhere.vtrace_main', '--run_mode=learner')
+  assert result.returncode == 3
+  assert result.stderr.startswith('seed_rl: cannot import seed_rl.environments.nowhere.')
+  assert len(result.stderr.strip().splitlines()) == 1
+
+
+_NO_TENSORFLOW = r'''
+import sys
+from seed_rl.common import flag_check
+flag_check.check(sys.argv[1], ['--run_mode=learner'])
+assert 'tensorflow' not in sys.modules, 'the entry point imported TensorFlow at module level'
+print('ok')
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('module', ENTRY_POINTS)
+def test_every_entry_point_is_checked_without_tensorflow(module):
+  """The checker relies on the entry points defining flags only at import time."""
+  result = subprocess.run([sys.executable, '-c', _NO_TENSORFLOW, module], cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=110)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.strip() == 'ok'
