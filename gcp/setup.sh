@@ -10,10 +10,16 @@
 #                              there.
 #   source gcp/setup.sh        what every gcp/train_<scenario>.sh does: it sets the scenario
 #                              (ENVIRONMENT, AGENT, SCENARIO, machine shape, HPARAMS) and calls
-#                              start_training "$@", which builds and pushes the image, writes the
-#                              CustomJob spec and submits it with gcloud ai custom-jobs create.
+#                              start_training "$@", which checks the flags against the entry
+#                              point, builds and pushes the image, writes the CustomJob spec and
+#                              submits it with gcloud ai custom-jobs create.
 #
 # --dry-run writes the spec and prints it and every command, calling neither gcloud nor docker.
+# The flags (the scenario's and yours) are checked first, also in a dry run, with the entry
+# point's own definitions and the learner's checks of its batch sizes
+# (seed_rl/common/flag_check.py, about a second, no TensorFlow), by the Python of
+# ${SEED_RL_VENV:-.venv} (else python3); where no Python here can import the entry point, they
+# are not checked and a line says so.
 #
 # Environment (defaults):
 #   PROJECT_ID   Google Cloud project (gcloud config get-value project; "your-project-id" in a
@@ -183,7 +189,7 @@ _seed_rl_gcp_write_spec() {
 
 _seed_rl_gcp_train_usage() {
   cat >&2 <<EOF
-Usage: $0 [--dry-run] [--flag=value ...]
+Usage: $0 ${SCENARIO_CHOICES:+$SCENARIO_CHOICES }[--dry-run] [--flag=value ...]
 Trains $ENVIRONMENT $AGENT ($SCENARIO) on Vertex AI: builds and pushes the image, writes the
 CustomJob spec and submits it. --flag=value arguments go to the learner and the actors after
 the scenario's own (the last value of a flag wins), e.g. --game=Breakout.
@@ -191,6 +197,34 @@ the scenario's own (the last value of a flag wins), e.g. --game=Breakout.
 Configuration by environment variables: see the header of gcp/setup.sh.
 EOF
   exit 2
+}
+
+# Checks the container's flags ($@, those after "--") as the learner will get them from
+# gcp/run.py, before anything is built: a bad flag stops here with one line and status 2.
+_seed_rl_gcp_check_flags() {
+  local python="${SEED_RL_VENV:-$SEED_RL_GCP_ROOT/.venv}/bin/python" message status=0 shape
+  shape="NUM_ACTOR_MACHINES x ACTORS_PER_MACHINE x ENV_BATCH_SIZE = $NUM_ACTOR_MACHINES x"
+  shape+=" $ACTORS_PER_MACHINE x $ENV_BATCH_SIZE"
+  if [ ! -x "$python" ]; then
+    python="$(command -v python3 2>/dev/null || true)"
+  fi
+  if [ -z "$python" ]; then
+    echo "seed_rl gcp: flags not checked here (no Python; ./run_tests.sh creates .venv)" >&2
+    return 0
+  fi
+  message="$(cd "$SEED_RL_GCP_ROOT" && "$python" -m seed_rl.common.flag_check \
+               --prefix="seed_rl gcp: error" \
+               --shape="$shape" \
+               "seed_rl.environments.$ENVIRONMENT.${AGENT}_main" --run_mode=learner \
+               --num_envs=$((NUM_ACTOR_MACHINES * ACTORS_PER_MACHINE * ENV_BATCH_SIZE)) \
+               --env_batch_size="$ENV_BATCH_SIZE" --server_address='[::]:2222' "$@" 2>&1)" ||
+    status=$?
+  case "$status" in
+    0) ;;
+    2) echo "$message" >&2; exit 2;;
+    *) echo "seed_rl gcp: flags not checked here (${message##*: }; ./run_tests.sh sets up" \
+            ".venv)" >&2;;
+  esac
 }
 
 _seed_rl_gcp_check_count() {  # NAME VALUE MIN
@@ -230,6 +264,11 @@ start_training() {
   _seed_rl_gcp_check_count ACTORS_PER_MACHINE "$ACTORS_PER_MACHINE" 1
   _seed_rl_gcp_check_count ENV_BATCH_SIZE "$ENV_BATCH_SIZE" 1
   _seed_rl_gcp_check_count LEARNER_ACCELERATOR_COUNT "$LEARNER_ACCELERATOR_COUNT" 0
+  if [ ${#extra_flags[@]} -gt 0 ]; then
+    _seed_rl_gcp_check_flags "${HPARAMS[@]}" "${extra_flags[@]}"
+  else
+    _seed_rl_gcp_check_flags "${HPARAMS[@]}"
+  fi
   if [ "${SKIP_BUILD:-0}" = 1 ]; then
     _seed_rl_gcp_require gcloud
   else

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -117,10 +118,122 @@ def _args(pool):
   return args[:separator], args[separator + 1:]
 
 
+#: The scripts that take the scenario as an argument: script -> (argument, the scenario's own
+#: script) for each scenario, the default first.
+GENERIC_SCRIPTS = {
+    'train_football.sh': [(None, 'train_football_scoring.sh'),
+                          ('scoring', 'train_football_scoring.sh'),
+                          ('checkpoints', 'train_football_checkpoints.sh')],
+    'train_dmlab.sh': [(None, 'train_dmlab_explore_goal_locations_small.sh')] + [
+        (level, f'train_dmlab_{level}.sh') for level in (
+            'explore_goal_locations_small', 'lasertag_three_opponents_small',
+            'rooms_keys_doors_puzzle', 'rooms_watermaze')],
+}
+
+
 @pytest.mark.timeout(30)
 def test_there_is_a_train_script_per_scenario_of_the_original():
   scripts = sorted(p.name for p in (ROOT / 'gcp').glob('train_*.sh'))
-  assert scripts == sorted(SCENARIOS)
+  assert scripts == sorted(list(SCENARIOS) + list(GENERIC_SCRIPTS))
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize('script', sorted(GENERIC_SCRIPTS))
+def test_the_scenario_scripts_are_thin_wrappers_of_the_generic_ones(script):
+  """One place holds a scenario's settings: its own script only calls the generic one."""
+  for argument, wrapper in GENERIC_SCRIPTS[script]:
+    if argument is None:
+      continue
+    lines = [line for line in (ROOT / 'gcp' / wrapper).read_text().splitlines()
+             if line.strip() and not line.startswith('#')]
+    assert lines == [f'exec "$(dirname "$0")/{script}" {argument} "$@"'], wrapper
+
+
+def _scenario_cases():
+  return [(script, argument, wrapper) for script, cases in sorted(GENERIC_SCRIPTS.items())
+          for argument, wrapper in cases]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('script, argument, wrapper', _scenario_cases())
+def test_generic_script_writes_the_spec_of_its_scenario(script, argument, wrapper, tmp_path,
+                                                       bare_path):
+  environment, agent, learner_machine, accelerators, machines, actors, hparams = (
+      SCENARIOS[wrapper])
+  # The scenario may come before or after the options.
+  args = ['--dry-run'] + ([argument] if argument else [])
+  result = _run(script, *args, path=bare_path, tmp_path=tmp_path)
+  assert result.returncode == 0, result.stdout + result.stderr
+  spec_file, spec = _spec(tmp_path)
+  assert spec_file.name.startswith(f'seed_rl_{wrapper[len("train_"):-len(".sh")]}_')
+  learner, actor = spec['workerPoolSpecs']
+  assert learner['machineSpec']['machineType'] == learner_machine
+  assert learner['machineSpec']['acceleratorCount'] == accelerators
+  assert actor['replicaCount'] == machines
+  own, forwarded = _args(learner)
+  assert own == [f'--environment={environment}', f'--agent={agent}', f'--workers={machines}',
+                 f'--actors_per_worker={actors}', '--env_batch_size=1']
+  assert forwarded[1:] == hparams
+
+
+@pytest.mark.timeout(60)
+def test_generic_script_takes_the_scenario_after_the_options_and_refuses_unknown_ones(
+    tmp_path, bare_path):
+  result = _run('train_football.sh', '--dry-run', 'checkpoints', '--seed=3', path=bare_path,
+                tmp_path=tmp_path)
+  assert result.returncode == 0, result.stdout + result.stderr
+  _, forwarded = _args(_spec(tmp_path)[1]['workerPoolSpecs'][0])
+  assert '--reward_experiment=scoring,checkpoints' in forwarded and forwarded[-1] == '--seed=3'
+  for script, scenario, message in [
+      ('train_football.sh', 'corner', "unknown football scenario 'corner'"),
+      ('train_dmlab.sh', 'seekavoid_arena_01', "no tuned scenario for the DeepMind Lab level "
+                                               "'seekavoid_arena_01'")]:
+    result = _run(script, scenario, '--dry-run', path=bare_path, tmp_path=tmp_path / script)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert not (tmp_path / script / 'specs').exists()
+  result = _run('train_football.sh', '--help', path=bare_path, tmp_path=tmp_path)
+  assert 'train_football.sh [scoring|checkpoints] [--dry-run]' in result.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('script, args, env, message', [
+    ('train_atari.sh', ['--gme=Breakout'], {},
+     'seed_rl gcp: error: unknown flag --gme=Breakout (did you mean --game?) of '
+     'seed_rl.environments.atari.r2d2_main'),
+    ('train_football.sh', ['checkpoints', '--unroll_lenght=8'], {},
+     'unknown flag --unroll_lenght=8 (did you mean --unroll_length?)'),
+    ('train_atari.sh', ['--batch_size=many'], {}, 'flag --batch_size=many: invalid literal'),
+    # The scenario's --inference_batch_size=32 is not a whole number of actor calls of 3 envs.
+    ('train_atari.sh', [], {'ENV_BATCH_SIZE': '3'},
+     '--inference_batch_size=32 must be a multiple of --env_batch_size=3'),
+    # 1 x 2 x 1 environments cannot fill the scenario's inference batches of 64.
+    ('train_dmlab.sh', [], {'NUM_ACTOR_MACHINES': '1', 'ACTORS_PER_MACHINE': '2'},
+     '--inference_batch_size=64 is more than --num_envs=2 (NUM_ACTOR_MACHINES x '
+     'ACTORS_PER_MACHINE x ENV_BATCH_SIZE = 1 x 2 x 1)'),
+])
+def test_bad_flags_fail_the_dry_run_in_seconds_with_one_line(script, args, env, message,
+                                                            tmp_path, bare_path):
+  """The flags are checked against the entry point before anything is built or written."""
+  start = time.monotonic()
+  result = _run(script, '--dry-run', *args, path=bare_path, tmp_path=tmp_path, env=env)
+  elapsed = time.monotonic() - start
+  assert result.returncode == 2, result.stdout + result.stderr
+  assert result.stderr.strip().splitlines()[-1].startswith('seed_rl gcp: error: ')
+  assert message in result.stderr
+  assert 'Traceback' not in result.stderr
+  assert elapsed < 15, f'{elapsed:.1f} s'  # About a second on an idle machine.
+  assert not (tmp_path / 'specs').exists()
+  assert 'docker/build.sh' not in result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_without_a_python_that_can_check_them_the_flags_are_not_checked(tmp_path, bare_path):
+  result = _run('train_atari.sh', '--dry-run', '--gme=Breakout', path=bare_path,
+                tmp_path=tmp_path, env={'SEED_RL_VENV': str(tmp_path / 'no_venv')})
+  assert result.returncode == 0, result.stdout + result.stderr
+  assert 'flags not checked here' in result.stderr
+  _spec(tmp_path)
 
 
 @pytest.mark.timeout(60)
@@ -166,8 +279,11 @@ def test_dry_run_writes_a_custom_job_spec_and_calls_no_gcloud(script, tmp_path, 
 
 @pytest.mark.timeout(60)
 def test_configuration_comes_from_environment_variables(tmp_path, bare_path):
-  result = _run('train_football_scoring.sh', '--dry-run', '--game=academy_empty_goal_close',
-                '--odd=a "quoted" back\\slash', path=bare_path, tmp_path=tmp_path, env={
+  # A flag of the entry point with quotes and a backslash in its value.
+  odd = '--init_checkpoint=a "quoted" back\\slash'
+  # 3 x 2 x 4 = 24 environments: inference batches of the scenario's 64 could never fill.
+  result = _run('train_football_scoring.sh', '--dry-run', '--inference_batch_size=8',
+                '--game=academy_empty_goal_close', odd, path=bare_path, tmp_path=tmp_path, env={
                     'PROJECT_ID': 'my-project', 'REGION': 'europe-west4', 'BUCKET': 'gs://b1/',
                     'JOB_NAME': 'football_try', 'SERVICE_ACCOUNT': 'sa@my-project.iam',
                     'JOB_TIMEOUT': '86400s', 'LEARNER_ACCELERATOR_TYPE': 'NVIDIA_L4',
@@ -186,7 +302,7 @@ def test_configuration_comes_from_environment_variables(tmp_path, bare_path):
   assert own[2:] == ['--workers=3', '--actors_per_worker=2', '--env_batch_size=4']
   assert forwarded[0] == '--logdir=gs://b1/football_try'
   # Extra flags come last (absl: the last value wins), quotes and backslashes intact.
-  assert forwarded[-2:] == ['--game=academy_empty_goal_close', '--odd=a "quoted" back\\slash']
+  assert forwarded[-3:] == ['--inference_batch_size=8', '--game=academy_empty_goal_close', odd]
   assert spec['baseOutputDirectory'] == {'outputUriPrefix': 'gs://b1/football_try'}
   assert spec['serviceAccount'] == 'sa@my-project.iam'
   assert spec['scheduling'] == {'timeout': '86400s'}
