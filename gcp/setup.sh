@@ -232,9 +232,24 @@ _seed_rl_gcp_check_count() {  # NAME VALUE MIN
     _seed_rl_gcp_die "$1 must be an integer >= $3, got '$2'"
 }
 
-# Builds and pushes the image, writes the CustomJob spec and submits it. Expects ENVIRONMENT,
-# AGENT, SCENARIO, the machine-shape variables and the array HPARAMS (the scenario's flags);
-# its arguments are the train script's.
+# For the scripts that take their scenario as an argument (gcp/train_football.sh [scoring|...]):
+# the first argument that is not an option is the scenario, SCENARIO_ARG ($1 when there is
+# none); the others stay in SCENARIO_ARGS, for start_training. $2...: the script's arguments.
+take_scenario_argument() {
+  local default="$1" argument
+  shift
+  SCENARIO_ARG=""
+  SCENARIO_ARGS=()
+  for argument in "$@"; do
+    if [ -z "$SCENARIO_ARG" ] && [[ "$argument" != -* ]]; then
+      SCENARIO_ARG="$argument"
+    else
+      SCENARIO_ARGS+=("$argument")
+    fi
+  done
+  SCENARIO_ARG="${SCENARIO_ARG:-$default}"
+}
+
 # Sets the scenario's machine shape: machine_shape LEARNER_MACHINE_TYPE LEARNER_ACCELERATOR_TYPE
 # LEARNER_ACCELERATOR_COUNT ACTOR_MACHINE_TYPE NUM_ACTOR_MACHINES ACTORS_PER_MACHINE. A variable
 # the caller already set keeps its value; ENV_BATCH_SIZE defaults to 1.
@@ -248,6 +263,9 @@ machine_shape() {
   ENV_BATCH_SIZE="${ENV_BATCH_SIZE:-1}"
 }
 
+# Builds and pushes the image, writes the CustomJob spec and submits it. Expects ENVIRONMENT,
+# AGENT, SCENARIO, the machine-shape variables and the array HPARAMS (the scenario's flags);
+# its arguments are the train script's.
 start_training() {
   local extra_flags=() argument
   for argument in "$@"; do

@@ -16,16 +16,8 @@ set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 
 # The level: the first argument that is not an option.
-level=""
-args=()
-for argument in "$@"; do
-  if [ -z "$level" ] && [[ "$argument" != -* ]]; then
-    level="$argument"
-  else
-    args+=("$argument")
-  fi
-done
-level="${level:-explore_goal_locations_small}"
+take_scenario_argument explore_goal_locations_small "$@"
+level="$SCENARIO_ARG"
 SCENARIO_CHOICES="[LEVEL]"  # For the usage message.
 
 ENVIRONMENT=dmlab
@@ -59,4 +51,4 @@ HPARAMS=(
   --max_abs_reward=1
 )
 
-if [ ${#args[@]} -gt 0 ]; then start_training "${args[@]}"; else start_training; fi
+if [ ${#SCENARIO_ARGS[@]} -gt 0 ]; then start_training "${SCENARIO_ARGS[@]}"; else start_training; fi

@@ -15,17 +15,9 @@ set -euo pipefail
 # shellcheck source=gcp/setup.sh
 source "$(dirname "$0")/setup.sh"
 
-# The scenario: the first argument that is not an option (scoring when there is none).
-reward=""
-args=()
-for argument in "$@"; do
-  if [ -z "$reward" ] && [[ "$argument" != -* ]]; then
-    reward="$argument"
-  else
-    args+=("$argument")
-  fi
-done
-reward="${reward:-scoring}"
+# The scenario: the first argument that is not an option.
+take_scenario_argument scoring "$@"
+reward="$SCENARIO_ARG"
 SCENARIO_CHOICES="[scoring|checkpoints]"  # For the usage message.
 
 ENVIRONMENT=football
@@ -52,4 +44,4 @@ HPARAMS=(
   "--learning_rate=${tuned[3]}"
 )
 
-if [ ${#args[@]} -gt 0 ]; then start_training "${args[@]}"; else start_training; fi
+if [ ${#SCENARIO_ARGS[@]} -gt 0 ]; then start_training "${SCENARIO_ARGS[@]}"; else start_training; fi
