@@ -4,10 +4,16 @@
 #   ./run_local.sh [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
 #
 # ENV: atari | football | dmlab | gym | mujoco;  AGENT: vtrace | r2d2 | sac.
-# The first run creates .venv and installs what ENV needs. With tmux and an interactive
-# terminal the processes run in a tmux session "seed_rl" (the original's layout); otherwise
-# they run in the background, one log per process under LOGDIR/logs, with a progress line
-# here. Ctrl-C or ./stop_local.sh stops everything (the learner checkpoints first).
+# The first run creates .venv and installs what ENV needs. The flags are checked against the
+# entry point (seed_rl/common/flag_check.py) before anything starts. The run then takes its
+# logdir (LOGDIR/run_local.lock), its learner address and a TensorBoard port, or refuses in one
+# line when another live run holds one (seed_rl/common/local_run.py). Each process writes its
+# log under LOGDIR/logs (learner.log, actor_N.log, tensorboard.log). With tmux and an
+# interactive terminal the processes run in a tmux session of their own (seed_rl_<logdir's
+# name>_<hash>; the original's layout), one window each that shows its output as it goes to its
+# log, after the windows main and progress (the progress line); otherwise they run in the
+# background, with the progress line here. Ctrl-C, ./stop_local.sh (the runs of this checkout)
+# or ./stop_local.sh --logdir=LOGDIR stops the run (the learner checkpoints first).
 # With --docker it builds the image of ENV (docker/build.sh) and runs all that inside a
 # container (docker/run.sh) instead, where a Docker engine is reachable.
 set -euo pipefail
@@ -20,11 +26,12 @@ Usage: $0 [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
   --docker        build the image of ENV and run in a container (needs a Docker engine)
   ENV             atari | football | dmlab | gym | mujoco
   AGENT           vtrace | r2d2 | sac
-  NUM_ACTORS      number of actor processes (an integer, no leading zeros)
+  NUM_ACTORS      number of actor processes (at least 1, no leading zeros)
   ENV_BATCH_SIZE  environments per actor (default 1)
-  --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1
+  --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1;
+                  --logdir=DIR and --server_address=HOST:PORT keep a second run apart
 Environment: SEED_RL_NO_TMUX=1 forces background mode; SEED_RL_NO_TENSORBOARD=1 skips
-TensorBoard.
+TensorBoard; SEED_RL_TENSORBOARD_PORT=PORT sets its port (default: 6006 or the next free one).
 Examples:
   $0 gym vtrace 2 --env_name=CartPole-v1
   $0 atari vtrace 4
@@ -48,8 +55,9 @@ EXTRA_FLAGS=("$@")
 [[ "$ENVIRONMENT" =~ ^(atari|football|dmlab|gym|mujoco)$ ]] || {
   echo "run_local.sh: unknown ENV '$ENVIRONMENT'" >&2; usage; }
 [[ "$AGENT" =~ ^(vtrace|r2d2|sac)$ ]] || { echo "run_local.sh: unknown AGENT '$AGENT'" >&2; usage; }
-[[ "$NUM_ACTORS" =~ ^(0|[1-9][0-9]*)$ ]] || {
-  echo "run_local.sh: NUM_ACTORS must be a non-negative integer, got '$NUM_ACTORS'" >&2; usage; }
+[[ "$NUM_ACTORS" =~ ^[1-9][0-9]*$ ]] || {
+  echo "run_local.sh: NUM_ACTORS must be a positive integer (at least one actor), got" \
+       "'$NUM_ACTORS'" >&2; usage; }
 [[ "$ENV_BATCH_SIZE" =~ ^[1-9][0-9]*$ ]] || {
   echo "run_local.sh: ENV_BATCH_SIZE must be a positive integer, got '$ENV_BATCH_SIZE'" >&2; usage; }
 for flag in "${EXTRA_FLAGS[@]}"; do
@@ -65,8 +73,34 @@ if [ ! -f "$MAIN" ]; then
   die "$ENVIRONMENT $AGENT is not available yet ($MAIN does not exist); see the status table in README.md"
 fi
 
+NUM_ENVS=$((NUM_ACTORS * ENV_BATCH_SIZE))
+LOGDIR="/tmp/seed_rl/${ENVIRONMENT}_${AGENT}"
+MODULE="seed_rl.environments.$ENVIRONMENT.${AGENT}_main"
+COMMON=(--logdir="$LOGDIR" --num_envs="$NUM_ENVS" --env_batch_size="$ENV_BATCH_SIZE"
+        "${EXTRA_FLAGS[@]}")
+# Checks the flags with the entry point's own (absl) definitions and the learner's checks of
+# its batch sizes, in about a second: one line and exit status 2 for bad flags. Sets LOGDIR and
+# ADDRESS to the learner's --logdir and --server_address. $1: the Python to use.
+check_flags() {
+  local checked status key value
+  checked="$("$1" -m seed_rl.common.flag_check --prefix=run_local.sh \
+               --shape="NUM_ACTORS x ENV_BATCH_SIZE = $NUM_ACTORS x $ENV_BATCH_SIZE" \
+               --print=logdir,server_address "$MODULE" --run_mode=learner --logtostderr \
+               "${COMMON[@]}")" || { status=$?; return "$status"; }
+  while IFS='=' read -r key value; do
+    case "$key" in logdir) LOGDIR="$value";; server_address) ADDRESS="$value";; esac
+  done <<< "$checked"
+}
+
 if [ "$DOCKER" = 1 ]; then
-  # The image holds the environment and its venv: nothing is installed on this machine.
+  # The image holds the environment and its venv: nothing is installed on this machine. Where
+  # this checkout has a venv already, the flags are checked before the image is built (status
+  # 3: that venv cannot import the entry point; the container checks them again).
+  if [ -x "${SEED_RL_VENV:-$ROOT/.venv}/bin/python" ]; then
+    status=0
+    message="$(check_flags "${SEED_RL_VENV:-$ROOT/.venv}/bin/python" 2>&1)" || status=$?
+    if [ "$status" != 0 ] && [ "$status" != 3 ]; then echo "$message" >&2; exit 2; fi
+  fi
   # shellcheck source=docker/common.sh
   source docker/common.sh
   seed_rl_require_docker_engine run_local.sh
@@ -77,9 +111,13 @@ fi
 
 # shellcheck source=scripts/ensure_venv.sh
 source scripts/ensure_venv.sh
+# shellcheck source=scripts/runs.sh
+source scripts/runs.sh
 case "$ENVIRONMENT" in
   football)
     seed_rl_ensure_venv ""
+    check_flags "$SEED_RL_PYTHON" || exit $?  # Before gfootball's build, which takes minutes.
+    FLAGS_CHECKED=1
     "$ROOT/seed_rl/environments/football/install.sh" "$SEED_RL_PYTHON";;
   dmlab)
     # DeepMind Lab has no pip wheel. Check for it before creating or updating the venv (a first
@@ -107,12 +145,36 @@ If another Python has it, make .venv from that Python with access to its package
 esac
 PY="$SEED_RL_PYTHON"
 VENV_BIN="$(dirname "$PY")"
+[ -n "${FLAGS_CHECKED:-}" ] || check_flags "$PY" || exit $?
+case "$LOGDIR" in /*) ;; *) LOGDIR="$ROOT/$LOGDIR";; esac  # The processes run in $ROOT.
 
-NUM_ENVS=$((NUM_ACTORS * ENV_BATCH_SIZE))
-LOGDIR="/tmp/seed_rl/${ENVIRONMENT}_${AGENT}"
-for flag in "${EXTRA_FLAGS[@]}"; do
-  case "$flag" in --logdir=*|--job-dir=*) LOGDIR="${flag#*=}";; esac
-done
+TMUX_MODE=0
+if [ -z "${SEED_RL_NO_TMUX:-}" ] && command -v tmux >/dev/null 2>&1 && [ -t 0 ] && [ -t 1 ]; then
+  TMUX_MODE=1
+fi
+tensorboard_port="${SEED_RL_TENSORBOARD_PORT:-auto}"
+if [ -n "${SEED_RL_NO_TENSORBOARD:-}" ] || [ ! -x "$VENV_BIN/tensorboard" ]; then
+  tensorboard_port=none
+fi
+# This run takes the logdir, the learner's address and TensorBoard's port, or stops here with
+# one line naming the live run that holds one (see seed_rl/common/local_run.py).
+acquire=("$PY" -m seed_rl.common.local_run acquire --logdir="$LOGDIR" --address="$ADDRESS"
+         --owner_pid=$$ --checkout="$ROOT" --registry="$(seed_rl_run_registry "$ROOT")"
+         --tensorboard_port="$tensorboard_port"
+         --tensorboard_host="${SEED_RL_TENSORBOARD_HOST:-localhost}")
+if [ "$TMUX_MODE" = 1 ]; then acquire+=(--tmux); fi
+acquired="$("${acquire[@]}")" || exit 1
+while IFS='=' read -r key value; do
+  case "$key" in
+    run_id) RUN_ID="$value";;
+    lock) LOCK="$value";;
+    pidfile) PIDFILE="$value";;
+    tensorboard_port) TENSORBOARD_PORT="$value";;
+    tmux_session) SESSION="$value";;
+  esac
+done <<< "$acquired"
+trap 'seed_rl_release_run "$LOCK" "$RUN_ID"' EXIT
+
 mkdir -p "$LOGDIR/logs"
 # The logs of an earlier run in this logdir are kept: moved to logs/<when they were written>/.
 if compgen -G "$LOGDIR/logs/*.log" >/dev/null; then
@@ -123,9 +185,6 @@ if compgen -G "$LOGDIR/logs/*.log" >/dev/null; then
   mv "$LOGDIR"/logs/*.log "$previous/"
   echo "seed_rl: the previous run's logs are in $previous"
 fi
-MODULE="seed_rl.environments.$ENVIRONMENT.${AGENT}_main"
-COMMON=(--logdir="$LOGDIR" --num_envs="$NUM_ENVS" --env_batch_size="$ENV_BATCH_SIZE"
-        "${EXTRA_FLAGS[@]}")
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 export PYTHONUNBUFFERED=1
 
@@ -133,56 +192,69 @@ learner_cmd=("$PY" -m "$MODULE" --run_mode=learner --logtostderr "${COMMON[@]}")
 # Sets ACTOR_CMD to the command of actor $1 (actors never use a GPU).
 actor_cmd() { ACTOR_CMD=(env CUDA_VISIBLE_DEVICES= "$PY" -m "$MODULE" --run_mode=actor --logtostderr
                          --task="$1" "${COMMON[@]}"); }
-tensorboard_cmd=("$VENV_BIN/tensorboard" --logdir "$LOGDIR" --port 6006)
+tensorboard_cmd=("$VENV_BIN/tensorboard" --logdir "$LOGDIR" --port "$TENSORBOARD_PORT")
 # In a container TensorBoard must listen on every interface to be reachable through the
 # published port (the images set SEED_RL_TENSORBOARD_HOST=0.0.0.0).
 if [ -n "${SEED_RL_TENSORBOARD_HOST:-}" ]; then
   tensorboard_cmd+=(--host "$SEED_RL_TENSORBOARD_HOST")
 fi
 
-echo "seed_rl: $ENVIRONMENT $AGENT, $NUM_ACTORS actor(s) x $ENV_BATCH_SIZE env(s); logdir $LOGDIR"
+echo "seed_rl: $ENVIRONMENT $AGENT, $NUM_ACTORS actor(s) x $ENV_BATCH_SIZE env(s);" \
+     "logdir $LOGDIR; learner on $ADDRESS"
 echo "seed_rl: a checkpoint in the logdir is resumed; delete $LOGDIR to start afresh."
+board="TensorBoard on http://localhost:$TENSORBOARD_PORT"
+[ -n "$TENSORBOARD_PORT" ] || board="no TensorBoard"
+stop_command="$(printf '%q ' "$ROOT/stop_local.sh" "--logdir=$LOGDIR")"
 
-if [ -z "${SEED_RL_NO_TMUX:-}" ] && command -v tmux >/dev/null 2>&1 && [ -t 0 ] && [ -t 1 ]; then
+if [ "$TMUX_MODE" = 1 ]; then
+  # A session of this run's own (named after its logdir), which carries the run's id: the lock
+  # stays live while it exists, and stop_local.sh stops it.
   q() { printf '%q ' "$@"; }
-  tmux kill-session -t seed_rl 2>/dev/null || true
-  tmux new-session -d -s seed_rl -n main
-  tmux send-keys -t seed_rl:main "alias stop_seed='$ROOT/stop_local.sh seed_rl'; clear; \
-echo 'SEED RL: switch windows with CTRL+b then the window number; stop with stop_seed'" Enter
-  tmux send-keys -t seed_rl:main "stop_seed"
-  tmux new-window -d -t seed_rl -n learner
-  tmux send-keys -t seed_rl:learner "$(q "${learner_cmd[@]}")" Enter
+  # The shell line that runs a command in its window and also writes its output to
+  # LOGDIR/logs/$1.log, as in background mode. tee ignores Ctrl-C and SIGTERM: they are for the
+  # command (the learner checkpoints on them), and tee, ending when the command's output closes,
+  # keeps its last lines. stop_local.sh signals every process of a window, tee included. The
+  # line's exit status is tee's, which nothing reads here (the learner's log says how it ended).
+  # (q leaves a space before 2>&1.)
+  logged() {
+    printf '%s2>&1 | (trap "" INT TERM; exec tee %q)' "$(q "${@:2}")" "$LOGDIR/logs/$1.log"
+  }
+  target="=$SESSION"
+  tmux new-session -d -s "$SESSION" -n main
+  tmux set-option -t "$target:" @seed_rl_run_id "$RUN_ID" >/dev/null
+  tmux set-option -t "$target:" @seed_rl_logdir "$LOGDIR" >/dev/null
+  # The windows' shells come from the tmux server, which may be older than this run and then
+  # lacks this script's environment: unbuffered Python keeps the logs and the progress live.
+  tmux set-environment -t "$target" PYTHONUNBUFFERED 1
+  tmux set-environment -t "$target" TF_CPP_MIN_LOG_LEVEL "$TF_CPP_MIN_LOG_LEVEL"
+  tmux send-keys -t "$target:main" "alias stop_seed=$(printf '%q' "$stop_command"); clear; \
+echo 'SEED RL: switch windows with CTRL+b then the window number; stop with stop_seed'; \
+echo $(printf '%q' "$board; progress and ETA in window progress; logs in $LOGDIR/logs")" Enter
+  tmux send-keys -t "$target:main" "stop_seed"
+  # The progress line of background mode, read from the learner's log. Without --pid (the
+  # learner's pid is not known here): it ends with the learner's "Training finished" line, or
+  # stop_local.sh stops it with the run.
+  tmux new-window -d -t "$target" -n progress
+  tmux send-keys -t "$target:progress" "$(q "$PY" -m seed_rl.common.progress_monitor \
+    --log "$LOGDIR/logs/learner.log")" Enter
+  tmux new-window -d -t "$target" -n learner
+  tmux send-keys -t "$target:learner" "$(logged learner "${learner_cmd[@]}")" Enter
   for ((i = 0; i < NUM_ACTORS; i++)); do
-    tmux new-window -d -t seed_rl -n "actor_$i"
+    tmux new-window -d -t "$target" -n "actor_$i"
     actor_cmd "$i"
-    tmux send-keys -t "seed_rl:actor_$i" "$(q "${ACTOR_CMD[@]}")" Enter
+    tmux send-keys -t "$target:actor_$i" "$(logged "actor_$i" "${ACTOR_CMD[@]}")" Enter
   done
-  tmux new-window -d -t seed_rl -n tensorboard
-  tmux send-keys -t seed_rl:tensorboard "$(q "${tensorboard_cmd[@]}")" Enter
-  exec tmux attach -t seed_rl
+  if [ -n "$TENSORBOARD_PORT" ]; then
+    tmux new-window -d -t "$target" -n tensorboard
+    tmux send-keys -t "$target:tensorboard" "$(logged tensorboard "${tensorboard_cmd[@]}")" Enter
+  fi
+  trap - EXIT  # The lock stays with the session; stop_local.sh releases it.
+  exec tmux attach -t "$target"
 fi
 
 # Background mode: one log per process, a progress line here, everything stopped on exit.
-# stop_local.sh finds every background run through these pid files.
-mkdir -p /tmp/seed_rl
-PIDFILE="/tmp/seed_rl/run_local.$$.pids"
-: > "$PIDFILE"
-"${learner_cmd[@]}" > "$LOGDIR/logs/learner.log" 2>&1 &
-LEARNER_PID=$!
-echo "learner $LEARNER_PID" >> "$PIDFILE"
-ACTOR_PIDS=()
-for ((i = 0; i < NUM_ACTORS; i++)); do
-  actor_cmd "$i"
-  "${ACTOR_CMD[@]}" > "$LOGDIR/logs/actor_$i.log" 2>&1 &
-  ACTOR_PIDS+=($!)
-  echo "actor_$i $!" >> "$PIDFILE"
-done
-if [ -z "${SEED_RL_NO_TENSORBOARD:-}" ] && [ -x "$VENV_BIN/tensorboard" ]; then
-  "${tensorboard_cmd[@]}" > "$LOGDIR/logs/tensorboard.log" 2>&1 &
-  echo "tensorboard $!" >> "$PIDFILE"
-fi
-echo "seed_rl: logs in $LOGDIR/logs; TensorBoard on http://localhost:6006; stop with Ctrl-C or ./stop_local.sh"
-
+# The pid file ("name pid start" lines, in the logdir) is how stop_local.sh finds the run.
+record_pid() { echo "$1 $2 $(seed_rl_pid_start "$2" || true)" >> "$PIDFILE"; }
 stopping=0
 stop_all() {
   [ "$stopping" = 0 ] || return 0
@@ -195,6 +267,20 @@ stop_all() {
   "$ROOT/stop_local.sh" --pidfile "$PIDFILE" >/dev/null 2>&1 || true
 }
 trap 'stop_all; exit 130' INT TERM
+: > "$PIDFILE"
+"${learner_cmd[@]}" > "$LOGDIR/logs/learner.log" 2>&1 &
+LEARNER_PID=$!
+record_pid learner "$LEARNER_PID"
+for ((i = 0; i < NUM_ACTORS; i++)); do
+  actor_cmd "$i"
+  "${ACTOR_CMD[@]}" > "$LOGDIR/logs/actor_$i.log" 2>&1 &
+  record_pid "actor_$i" $!
+done
+if [ -n "$TENSORBOARD_PORT" ]; then
+  "${tensorboard_cmd[@]}" > "$LOGDIR/logs/tensorboard.log" 2>&1 &
+  record_pid tensorboard $!
+fi
+echo "seed_rl: logs in $LOGDIR/logs; $board; stop with Ctrl-C or ${stop_command% }"
 
 "$PY" -m seed_rl.common.progress_monitor --log "$LOGDIR/logs/learner.log" \
   --pid "$LEARNER_PID" &
@@ -207,7 +293,8 @@ set -e
 kill "$MONITOR_PID" 2>/dev/null || true
 stop_all
 if [ "$LEARNER_STATUS" -ne 0 ]; then
-  echo "seed_rl: the learner exited with status $LEARNER_STATUS; last lines of its log:" >&2
+  echo "seed_rl: the learner exited with status $LEARNER_STATUS; last lines of its log" \
+       "($LOGDIR/logs/learner.log):" >&2
   tail -n 20 "$LOGDIR/logs/learner.log" >&2
   exit "$LEARNER_STATUS"
 fi

@@ -46,12 +46,23 @@ seed_rl_ensure_venv() {
   # The stamp holds one line per (setup.py, extras, python) installed; a changed setup.py
   # changes every hash, so old lines simply stop matching.
   if [ ! -f "$stamp" ] || ! grep -qx "$wanted" "$stamp"; then
-    echo "seed_rl: installing $spec into $venv (first run takes a few minutes)" >&2
-    (cd "$root" && "$venv/bin/python" -m pip install --disable-pip-version-check -q -e "$spec") || {
-      echo "seed_rl: pip install of $spec failed; see the messages above" >&2
-      return 1
-    }
-    echo "$wanted" >> "$stamp"
+    # One install at a time: two runs started together would otherwise run pip at once in the
+    # same venv and break it. The second one waits, then finds the stamp written.
+    local lock_fd=""
+    if command -v flock >/dev/null 2>&1 && exec {lock_fd}>>"$venv/.seed_rl_install.lock"; then
+      flock "$lock_fd"
+    fi
+    if [ ! -f "$stamp" ] || ! grep -qx "$wanted" "$stamp"; then
+      echo "seed_rl: installing $spec into $venv (first run takes a few minutes)" >&2
+      (cd "$root" &&
+         "$venv/bin/python" -m pip install --disable-pip-version-check -q -e "$spec") || {
+        echo "seed_rl: pip install of $spec failed; see the messages above" >&2
+        if [ -n "$lock_fd" ]; then exec {lock_fd}>&-; fi
+        return 1
+      }
+      echo "$wanted" >> "$stamp"
+    fi
+    if [ -n "$lock_fd" ]; then exec {lock_fd}>&-; fi
   fi
   SEED_RL_PYTHON="$venv/bin/python"
   export SEED_RL_PYTHON

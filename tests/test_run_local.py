@@ -1,16 +1,27 @@
-"""Tests of run_local.sh and stop_local.sh: argument checks, a real run, stopping a run."""
+"""Tests of run_local.sh and stop_local.sh: argument and flag checks, real runs, runs kept apart
+(logdir lock, learner address, tmux sessions), stopping a run."""
 
+import contextlib
 import os
 import pathlib
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def run_registry(tmp_path, monkeypatch):
+  """This test's runs are recorded in a registry of its own (not the checkout's real one)."""
+  path = tmp_path / 'registry'
+  monkeypatch.setenv('SEED_RL_RUN_REGISTRY', str(path))
+  return path
 
 
 def _run_local(*args, timeout=60, env=None):
@@ -28,9 +39,12 @@ def _run_local(*args, timeout=60, env=None):
     (['gym', 'ppo', '2'], "unknown AGENT 'ppo'"),
     (['mujoco', 'ppo', '2'], "unknown AGENT 'ppo'"),
     (['gym', 'sac', '2'], 'gym sac is not available yet'),
-    (['gym', 'vtrace', '02'], "NUM_ACTORS must be a non-negative integer, got '02'"),
-    (['gym', 'vtrace', '-1'], 'NUM_ACTORS must be a non-negative integer'),
-    (['gym', 'vtrace', 'two'], 'NUM_ACTORS must be a non-negative integer'),
+    (['gym', 'vtrace', '02'], "NUM_ACTORS must be a positive integer (at least one actor), "
+                              "got '02'"),
+    (['gym', 'vtrace', '0'], "NUM_ACTORS must be a positive integer (at least one actor), "
+                             "got '0'"),
+    (['gym', 'vtrace', '-1'], 'NUM_ACTORS must be a positive integer'),
+    (['gym', 'vtrace', 'two'], 'NUM_ACTORS must be a positive integer'),
     (['gym', 'vtrace', '2', '0'], 'ENV_BATCH_SIZE must be a positive integer'),
     (['gym', 'vtrace', '2', '1', 'extra'], "must be --flag=value, got 'extra'"),
     (['gym', 'vtrace', '2', '--num_envs=3'], 'set by run_local.sh from NUM_ACTORS'),
@@ -42,6 +56,30 @@ def test_run_local_rejects_bad_arguments(args, message):
   assert message in result.stderr
   if 'unknown' in message:
     assert 'Usage:' in result.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('args, message', [
+    (['gym', 'vtrace', '2', '--inference_batch_size=3'],
+     'run_local.sh: --inference_batch_size=3 is more than --num_envs=2 (NUM_ACTORS x '
+     'ENV_BATCH_SIZE = 2 x 1)'),
+    (['gym', 'vtrace', '2', '2', '--inference_batch_size=3'],
+     'run_local.sh: --inference_batch_size=3 must be a multiple of --env_batch_size=2'),
+    (['gym', 'vtrace', '2', '--batch_size=x'],
+     "run_local.sh: flag --batch_size=x: invalid literal for int()"),
+    (['gym', 'vtrace', '2', '--num_eval_envs=2'],
+     'run_local.sh: --num_eval_envs=2 leaves no training environment'),
+    (['atari', 'r2d2', '1', '--gme=Breakout'],
+     'run_local.sh: unknown flag --gme=Breakout (did you mean --game?) of '
+     'seed_rl.environments.atari.r2d2_main'),
+])
+def test_run_local_checks_the_flags_before_anything_starts(args, message, tmp_path):
+  """Against the entry point's own flags and the learner's checks: one line, status 2."""
+  result = _run_local(*args, f'--logdir={tmp_path / "logdir"}')
+  assert result.returncode == 2, result.stdout + result.stderr
+  assert result.stderr.startswith(message)
+  assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+  assert not (tmp_path / 'logdir').exists()
 
 
 @pytest.mark.timeout(240)
@@ -177,3 +215,328 @@ def test_run_local_docker_checks_its_arguments_first():
   result = _run_local('--docker', 'gym', 'ppo', '2', env={'DOCKER_HOST': 'unix:///nonexistent'})
   assert result.returncode != 0
   assert "unknown AGENT 'ppo'" in result.stderr
+
+
+# -------------------------------------------------------------------------------------------
+# Runs kept apart: a second run is refused, stop_local.sh stops only this checkout's runs.
+
+
+def _free_port():
+  with contextlib.closing(socket.socket()) as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+#: A small V-trace run on CartPole that trains until stopped.
+SMALL_RUN = ('gym', 'vtrace', '1')
+SMALL_FLAGS = ('--unroll_length=10', '--batch_size=2')
+
+
+class _Run(object):
+  """run_local.sh in the background (its own process group), its output in a file."""
+
+  def __init__(self, tmp_path, name, *args, env=None):
+    self.logdir = tmp_path / name
+    self.output_path = tmp_path / f'{name}.out'
+    environment = dict(os.environ, SEED_RL_NO_TMUX='1', SEED_RL_NO_TENSORBOARD='1')
+    environment.update(env or {})
+    self._output = open(self.output_path, 'wb')
+    self.process = subprocess.Popen(
+        ['./run_local.sh', *SMALL_RUN, f'--logdir={self.logdir}', *SMALL_FLAGS, *args],
+        cwd=ROOT, env=environment, stdout=self._output, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    self.pid = self.process.pid
+
+  def output(self):
+    return self.output_path.read_text(errors='replace')
+
+  def learner_log(self):
+    path = self.logdir / 'logs' / 'learner.log'
+    return path.read_text(errors='replace') if path.exists() else ''
+
+  def wait_for_training(self, timeout=180, steps=1):
+    deadline = time.time() + timeout
+    while self.learner_log().count('Progress:') < steps:
+      assert self.process.poll() is None, self.output()[-3000:] + self.learner_log()[-3000:]
+      assert time.time() < deadline, f'no training step within {timeout} s'
+      time.sleep(0.5)
+
+  def lock(self):
+    path = self.logdir / 'run_local.lock'
+    if not path.exists():
+      return {}
+    return dict(line.split('=', 1) for line in path.read_text().splitlines() if '=' in line)
+
+  def close(self):
+    """Stops what is left of the run: stop_local.sh, then its process group."""
+    if self.process.poll() is None:
+      subprocess.run(['./stop_local.sh', f'--logdir={self.logdir}'], cwd=ROOT,
+                     capture_output=True, timeout=100)
+      try:
+        self.process.wait(30)
+      except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+      os.killpg(self.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+      self.process.wait(10)
+    self._output.close()
+
+
+@contextlib.contextmanager
+def _runs():
+  started = []
+
+  def start(*args, **kwargs):
+    run = _Run(*args, **kwargs)
+    started.append(run)
+    return run
+
+  try:
+    yield start
+  finally:
+    for run in started:
+      run.close()
+
+
+def _timed_run_local(*args, env=None):
+  start = time.monotonic()
+  result = _run_local(*SMALL_RUN, *args, env=env)
+  return result, time.monotonic() - start
+
+
+@pytest.mark.timeout(360)
+def test_a_second_run_is_refused_in_seconds_and_the_first_runs_on(tmp_path):
+  """The logdir and the learner's address belong to the run that took them; a run beside it
+  (its own logdir and address) shows its own learner's error."""
+  port = _free_port()
+  with _runs() as start:
+    first = start(tmp_path, 'first', f'--server_address=localhost:{port}')
+    first.wait_for_training()
+    lock = first.lock()
+    assert lock['owner_pid'] == str(first.pid) and lock['address'] == f'localhost:{port}'
+    assert (first.logdir / 'run_local.pids').read_text().startswith('learner ')
+    assert not pathlib.Path(f'/tmp/seed_rl/run_local.{first.pid}.pids').exists()
+
+    # The same logdir (another address): refused in one line naming the first run.
+    result, same_logdir_s = _timed_run_local(f'--logdir={first.logdir}',
+                                             f'--server_address=localhost:{_free_port()}')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert (f'run_local.sh: the logdir {first.logdir} is in use by another run (run_local.sh '
+            f'pid {first.pid}') in result.stderr
+    assert '--logdir=DIR' in result.stderr and '--server_address=localhost:' in result.stderr
+
+    # The same address (another logdir): refused, naming the first run's logdir and pid.
+    second = tmp_path / 'second'
+    result, same_address_s = _timed_run_local(f'--logdir={second}',
+                                              f'--server_address=localhost:{port}')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert (f'the learner address localhost:{port} is taken by the run in {first.logdir} '
+            f'(run_local.sh pid {first.pid}') in result.stderr
+    assert re.search(r'pick another with --server_address=localhost:\d+ \(free now\)',
+                     result.stderr)
+    assert not (second / 'logs').exists() and not (second / 'run_local.lock').exists()
+    print(f'refused in {same_logdir_s:.1f} s (same logdir), {same_address_s:.1f} s '
+          '(same address)')
+    assert same_logdir_s < 15 and same_address_s < 15
+
+    # A run beside it whose learner fails shows that learner's own log.
+    third = tmp_path / 'third'
+    result = _run_local(*SMALL_RUN, f'--logdir={third}', f'--server_address=localhost:'
+                        f'{_free_port()}', '--env_name=NoSuchEnv-v0', timeout=200)
+    assert result.returncode != 0
+    assert f'last lines of its log ({third}/logs/learner.log)' in result.stderr
+    assert 'NoSuchEnv' in result.stderr
+    assert not (third / 'run_local.lock').exists()
+
+    # The first run was not disturbed: still training, its logs where they were.
+    steps = first.learner_log().count('Progress:')
+    first.wait_for_training(steps=steps + 3)
+    assert [p.name for p in (first.logdir / 'logs').iterdir() if p.is_dir()] == []
+    assert 'previous run' not in first.output()
+    assert 'NoSuchEnv' not in first.learner_log()
+    assert first.lock()['run_id'] == lock['run_id']
+
+    stop = subprocess.run(['./stop_local.sh', f'--logdir={first.logdir}'], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    assert first.process.wait(60) == 0, first.output()[-3000:]
+    assert 'training finished' in first.output()
+    assert not (first.logdir / 'run_local.lock').exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_mistyped_flag_fails_in_under_5_seconds(tmp_path):
+  logdir = tmp_path / 'logdir'
+  _timed_run_local(f'--logdir={logdir}', '--env_nam=CartPole-v1')  # Warms the file cache.
+  result, elapsed = _timed_run_local(f'--logdir={logdir}', '--env_nam=CartPole-v1')
+  print(f'mistyped flag refused in {elapsed:.2f} s')
+  assert result.returncode == 2
+  assert result.stderr == ('run_local.sh: unknown flag --env_nam=CartPole-v1 (did you mean '
+                           '--env_name?) of seed_rl.environments.gym.vtrace_main\n')
+  assert elapsed < 5, f'{elapsed:.1f} s'
+  assert not logdir.exists()  # Nothing started, nothing written.
+
+
+@pytest.mark.timeout(360)
+def test_stop_local_stops_the_runs_of_this_checkout_only(tmp_path):
+  """A run recorded in another registry (another checkout, another user) is left alone."""
+  ours_registry, foreign_registry = tmp_path / 'ours_registry', tmp_path / 'foreign_registry'
+  with _runs() as start:
+    foreign = start(tmp_path, 'foreign', f'--server_address=localhost:{_free_port()}',
+                    env={'SEED_RL_RUN_REGISTRY': str(foreign_registry)})
+    ours = start(tmp_path, 'ours', f'--server_address=localhost:{_free_port()}',
+                 env={'SEED_RL_RUN_REGISTRY': str(ours_registry)})
+    foreign.wait_for_training(timeout=240)
+    ours.wait_for_training(timeout=240)
+    assert [p.name for p in ours_registry.iterdir()] == [ours.lock()['run_id']]
+    foreign_pids = (foreign.logdir / 'run_local.pids').read_text()
+
+    ours_env = dict(os.environ, SEED_RL_RUN_REGISTRY=str(ours_registry))
+    stop = subprocess.run(['./stop_local.sh'], cwd=ROOT, capture_output=True, text=True,
+                          timeout=150, env=ours_env)
+    assert stop.returncode == 0, stop.stderr
+    assert f'stopping the run recorded in {ours.logdir}/run_local.pids' in stop.stdout
+    assert str(foreign.logdir) not in stop.stdout + stop.stderr
+    assert ours.process.wait(60) == 0, ours.output()[-3000:]
+    assert list(ours_registry.iterdir()) == []
+
+    # The foreign run trains on, its records intact.
+    assert foreign.process.poll() is None
+    for line in foreign_pids.splitlines():
+      name, pid, _ = line.split()
+      assert os.path.exists(f'/proc/{pid}'), f'{name} {pid} of the foreign run was stopped'
+    steps = foreign.learner_log().count('Progress:')
+    foreign.wait_for_training(steps=steps + 2)
+    assert foreign.lock()['owner_pid'] == str(foreign.pid)
+    assert len(list(foreign_registry.iterdir())) == 1
+
+    # Nothing left to stop for this checkout.
+    again = subprocess.run(['./stop_local.sh'], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60, env=ours_env)
+    assert 'nothing to stop' in again.stdout
+    assert foreign.process.poll() is None
+
+
+def _wait_for(condition, timeout, message):
+  """Polls `condition()` until it is true; fails with `message()` after `timeout` seconds."""
+  deadline = time.time() + timeout
+  while not condition():
+    assert time.time() < deadline, message()
+    time.sleep(0.5)
+
+
+@pytest.mark.timeout(480)
+@pytest.mark.skipif(not (shutil.which('tmux') and shutil.which('script')),
+                    reason='needs tmux and script (util-linux) for a terminal')
+def test_tmux_runs_have_sessions_of_their_own(tmp_path):
+  """Two interactive runs (tmux mode, in a pseudo-terminal) get a session each, with a progress
+  window, and write the same logs as in background mode; stopping one (the learner checkpoints,
+  its SIGTERM going through the pipe to its log) leaves the other, and takes seconds."""
+  environment = dict(os.environ, TMUX_TMPDIR=str(tmp_path), SEED_RL_NO_TENSORBOARD='1')
+  environment.pop('SEED_RL_NO_TMUX', None)
+  environment.pop('TMUX', None)
+
+  def tmux(*args):
+    return subprocess.run(['tmux', *args], env=environment, capture_output=True, text=True,
+                          timeout=20)
+
+  def log(logdir, name):
+    path = logdir / 'logs' / f'{name}.log'
+    return path.read_text(errors='replace') if path.exists() else ''
+
+  def window(session, name):  # What the window shows, its wrapped lines joined.
+    return tmux('capture-pane', '-p', '-J', '-t', f'={session}:{name}').stdout
+
+  def left(logdir):  # The processes of the run still there (learner, actor, tee, monitor).
+    return subprocess.run(['pgrep', '-af', '--', f'{logdir}( |/|$)'], capture_output=True,
+                          text=True).stdout
+
+  def timed_stop(*args):
+    start = time.monotonic()
+    stop = subprocess.run(['./stop_local.sh', *args], cwd=ROOT, env=environment,
+                          capture_output=True, text=True, timeout=120)
+    return stop, time.monotonic() - start
+
+  clients, logdirs = [], [tmp_path / 'one', tmp_path / 'two']
+  try:
+    for logdir in logdirs:
+      command = ' '.join(['./run_local.sh', *SMALL_RUN, f'--logdir={logdir}',
+                          f'--server_address=localhost:{_free_port()}', *SMALL_FLAGS])
+      clients.append(subprocess.Popen(['script', '-qec', command, '/dev/null'], cwd=ROOT,
+                                      env=environment, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
+    sessions = []
+    for logdir in logdirs:
+      _wait_for((logdir / 'run_local.lock').exists, 60, lambda: f'no lock in {logdir}')
+      lock = dict(line.split('=', 1) for line in
+                  (logdir / 'run_local.lock').read_text().splitlines())
+      sessions.append(lock['tmux_session'])
+      assert lock['tmux_session'].startswith(f'seed_rl_{logdir.name}_')
+      _wait_for(lambda: lock['run_id'] in tmux('show-options', '-t', f'={lock["tmux_session"]}:',
+                                                '-qv', '@seed_rl_run_id').stdout,
+                60, lambda: tmux('ls').stdout)
+    assert sessions[0] != sessions[1]
+    listed = tmux('list-sessions', '-F', '#{session_name}').stdout.split()
+    assert sorted(listed) == sorted(sessions)
+    # run_local.sh opens the windows one by one after the session (and its options).
+    def windows():
+      return tmux('list-windows', '-t', f'={sessions[0]}', '-F', '#{window_name}').stdout.split()
+
+    _wait_for(lambda: len(windows()) >= 4, 30, windows)
+    assert windows() == ['main', 'progress', 'learner', 'actor_0']
+
+    # Every process writes its log as in background mode while its window shows its output, and
+    # the progress window shows the progress line read from the learner's log.
+    for logdir, session in zip(logdirs, sessions):
+      _wait_for(lambda: 'Progress:' in log(logdir, 'learner'), 240,
+                lambda: f'no training step in {logdir}/logs/learner.log within 240 s:\n'
+                        + window(session, 'learner')[-2000:])
+      _wait_for(lambda: 'connected' in log(logdir, 'actor_0'), 30,
+                lambda: log(logdir, 'actor_0')[-2000:] + window(session, 'actor_0')[-2000:])
+    _wait_for(lambda: re.search(r'frames [\d,]+/[\d,]+ \(', window(sessions[0], 'progress')), 30,
+              lambda: window(sessions[0], 'progress'))
+    assert 'Progress:' in window(sessions[0], 'learner')
+    assert 'connected' in window(sessions[0], 'actor_0')
+    assert sorted(p.name for p in (logdirs[0] / 'logs').iterdir()) == ['actor_0.log',
+                                                                       'learner.log']
+
+    running = left(logdirs[0])
+    for process in ('--run_mode=learner', '--run_mode=actor', 'progress_monitor',
+                    f'tee {logdirs[0]}/logs/learner.log', f'tee {logdirs[0]}/logs/actor_0.log'):
+      assert process in running, running
+
+    stop, stop_s = timed_stop(f'--logdir={logdirs[0]}')
+    print(f'stop_local.sh --logdir stopped a training tmux run in {stop_s:.1f} s')
+    assert stop.returncode == 0, stop.stderr
+    assert f'stopping tmux session {sessions[0]}' in stop.stdout
+    assert tmux('list-sessions', '-F', '#{session_name}').stdout.split() == [sessions[1]]
+    assert not (logdirs[0] / 'run_local.lock').exists()
+    assert (logdirs[1] / 'run_local.lock').exists()
+    # SIGTERM reached the learner through the pipe to its log: it checkpointed, and its last
+    # lines are in the log.
+    learner_log = log(logdirs[0], 'learner')
+    assert 'Signal 15 received' in learner_log
+    assert re.search(r'Saving checkpoint and SavedModel at iteration [1-9]', learner_log)
+    assert 'Training finished' in learner_log, learner_log[-3000:]
+    _wait_for(lambda: not left(logdirs[0]), 10, lambda: left(logdirs[0]))
+    # The learner's checkpoint takes seconds here; 60 s would be its deadline passing.
+    assert stop_s < 45, stop.stdout + stop.stderr
+
+    # The other one is this checkout's too: stop_local.sh without arguments stops it.
+    stop, stop_s = timed_stop()
+    print(f'stop_local.sh stopped the other training tmux run in {stop_s:.1f} s')
+    assert f'stopping tmux session {sessions[1]}' in stop.stdout, stop.stdout + stop.stderr
+    assert tmux('list-sessions').returncode != 0  # No session left (and no server).
+    assert 'Training finished' in log(logdirs[1], 'learner')
+    _wait_for(lambda: not left(logdirs[1]), 10, lambda: left(logdirs[1]))
+    assert stop_s < 45, stop.stdout + stop.stderr
+  finally:
+    tmux('kill-server')
+    for client in clients:
+      with contextlib.suppress(ProcessLookupError):
+        os.killpg(client.pid, signal.SIGKILL)
+      client.wait(10)

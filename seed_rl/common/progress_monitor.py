@@ -6,7 +6,8 @@ Shows environment frames done and budgeted, frames/s, the mean return of the rec
 and the time left at the current speed, or what the learner waits for before its first training
 step. It reads the learner's 'Progress: F/T environment frames', 'Return: R ...' (see
 `parse_episodes`), 'Waiting for the first training step: ...' and starvation lines, so it
-needs no TensorFlow.
+needs no TensorFlow. It ends with the learner's line saying that training finished, or when the
+process `--pid` exits.
 """
 
 import argparse
@@ -28,6 +29,7 @@ _MORE = re.compile(r'\(\+(\d+) more episodes since the last line: mean return ' 
 WAITING = re.compile(r'Waiting for the first training step: (.*)$')
 STARVED = re.compile(r'Inference starved')
 FED = re.compile(r'Inference batches fill again')
+FINISHED = re.compile(r'(Training (?:already )?finished at .*)$')
 
 
 class Episode(NamedTuple):
@@ -106,6 +108,7 @@ class Progress(object):
     self.total: Optional[int] = None
     self.returns: Deque[float] = collections.deque(maxlen=num_returns)
     self.status: Optional[str] = None  # What the learner waits for, if it said so.
+    self.finished: Optional[str] = None  # The learner's line saying training ended.
     self._samples: Deque[Tuple[float, int]] = collections.deque(maxlen=30)
 
   def update(self, lines, now: float) -> None:
@@ -120,6 +123,10 @@ class Progress(object):
       if episodes:
         if kind != 'eval':  # Evaluation episodes are not training returns.
           self.returns.extend(e.episode_return for e in episodes[-self.returns.maxlen:])
+        continue
+      match = FINISHED.search(line)
+      if match:
+        self.finished = match.group(1)
         continue
       match = WAITING.search(line)
       if match:
@@ -136,6 +143,8 @@ class Progress(object):
     return (f1 - f0) / (t1 - t0) if t1 > t0 else None
 
   def line(self) -> str:
+    if self.finished:
+      return self.finished
     if self.frames is None:
       waiting = 'waiting for the first training step'
       return f'{waiting}: {self.status}' if self.status else f'{waiting}...'
@@ -183,9 +192,11 @@ def main() -> None:
     if interactive:
       sys.stdout.write('\r\033[K' + progress.line())
       sys.stdout.flush()
-    elif now - last_print >= 10 * args.period:
+    elif now - last_print >= 10 * args.period or progress.finished:
       print(progress.line(), flush=True)
       last_print = now
+    if progress.finished:  # The learner said how training ended (e.g. no --pid in tmux).
+      break
     time.sleep(args.period)
   if interactive:
     sys.stdout.write('\n')

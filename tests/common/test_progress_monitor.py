@@ -1,5 +1,8 @@
 """Tests of the progress line that run_local.sh shows."""
 
+import subprocess
+import sys
+
 import pytest
 
 from seed_rl.common import progress_monitor
@@ -58,3 +61,16 @@ def test_the_line_says_what_the_first_training_step_waits_for():
   progress.update(['I1204 starvation.py:1] Inference batches fill again: training goes on.',
                    'I1204 runtime.py:1] Progress: 100/1000 environment frames'], now=3.)
   assert progress.line().startswith('frames 100/1,000') and 'starved' not in progress.line()
+
+
+def test_the_monitor_ends_with_the_learners_finished_line(tmp_path):
+  log = tmp_path / 'learner.log'
+  log.write_text('I1204 runtime.py:1] Progress: 100/100 environment frames\n'
+                 'I1204 runtime.py:2] Training finished at iteration 5 (100 environment frames):'
+                 ' the frame budget is spent; checkpoint /x/ckpt-5\n')
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.progress_monitor', '--log',
+                           str(log), '--period=0.1'], capture_output=True, text=True, timeout=20)
+  assert result.returncode == 0
+  assert result.stdout.strip().splitlines()[-1] == (
+      'Training finished at iteration 5 (100 environment frames): the frame budget is spent; '
+      'checkpoint /x/ckpt-5')
