@@ -60,7 +60,7 @@ def server():
 
 
 def test_a_batch_that_does_not_fill_is_reported_once_and_its_end_too(server, caplog):
-  caplog.set_level(logging.INFO)
+  caplog.set_level(logging.INFO, logger='absl')  # Whatever verbosity earlier tests left.
   running, address = server
   config = types.SimpleNamespace(num_envs=4, env_batch_size=1)
   watch = starvation.StarvationWatch(running, config, starving_after_secs=0.3, repeat_secs=600)
