@@ -10,6 +10,17 @@ from typing import Any, Optional
 #: Flags every learner has that must be positive.
 POSITIVE_LEARNER_FLAGS = ('batch_size', 'unroll_length', 'unroll_queue_max_size',
                           'save_checkpoint_secs', 'log_episode_frequency', 'checkpoints_to_keep')
+#: Of those, the ones the on-policy learner may leave at 0 to derive them from sizes given in
+#: transitions (its `--batch_size_transitions` flag; it checks the derivation itself).
+SIZES_DERIVED_FROM_TRANSITIONS = ('batch_size', 'unroll_length')
+
+
+def positive_flags(config: Any) -> tuple:
+  """The names of `POSITIVE_LEARNER_FLAGS` that `config`'s learner needs positive."""
+  if hasattr(config, 'batch_size_transitions'):
+    return tuple(name for name in POSITIVE_LEARNER_FLAGS
+                 if name not in SIZES_DERIVED_FROM_TRANSITIONS)
+  return POSITIVE_LEARNER_FLAGS
 
 
 def validate_learner_config(config: Any, num_hosts: int = 1,
@@ -52,7 +63,7 @@ def validate_learner_config(config: Any, num_hosts: int = 1,
 def validate_runtime_config(config: Any, num_envs_source: Optional[str] = None) -> None:
   """`validate_learner_config`, and the counts every learner of the runtime needs positive."""
   validate_learner_config(config, num_envs_source=num_envs_source)
-  for name in POSITIVE_LEARNER_FLAGS:
+  for name in positive_flags(config):
     if getattr(config, name) <= 0:
       raise ValueError(f'--{name} must be positive, got {getattr(config, name)}')
   if config.num_envs <= config.num_eval_envs:

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 # Before anything imports TensorFlow.
 if not os.environ.get('TF_CPP_MIN_LOG_LEVEL', '').strip():
@@ -106,7 +106,8 @@ class _InfoOfPackageFilter(std_logging.Filter):
 
 
 def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_module: str,
-        create_agent_fn: Callable[..., Any], create_optimizer_fn: Callable[[int], Any]) -> None:
+        create_agent_fn: Callable[..., Any], create_optimizer_fn: Callable[[int], Any],
+        prepare_learner: Optional[Callable[[], None]] = None) -> None:
   """Runs `actor_loop(create_env_fn)` or `<learner_module>.learner_loop(...)`.
 
   Args:
@@ -114,6 +115,8 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
     create_env_fn: `(env_id, config) -> env`.
     learner_module: e.g. 'seed_rl.agents.vtrace.learner'.
     create_agent_fn, create_optimizer_fn: passed to `learner_loop`.
+    prepare_learner: run in the learner before `learner_loop`, once TensorFlow is imported
+      (e.g. parsing the gin configuration).
   """
   if len(argv) > 1:
     raise app.UsageError(f'Too many command-line arguments: {list(argv[1:])}')
@@ -125,6 +128,8 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
   elif FLAGS.run_mode == 'learner':
     learner = _import_learner_quietly(learner_module)
     try:
+      if prepare_learner is not None:
+        prepare_learner()
       learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
     except ValueError as e:  # A configuration the learner refuses: one line, no traceback.
       logging.vlog(1, 'The learner stopped:', exc_info=True)

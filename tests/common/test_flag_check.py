@@ -66,6 +66,19 @@ def test_good_learner_configs_pass_unchanged():
   flag_check.check_learner_config(_config(num_envs=64, env_batch_size=8, inference_batch_size=32))
 
 
+@pytest.mark.timeout(30)
+def test_sizes_given_in_transitions_may_leave_batch_size_and_unroll_length_at_zero():
+  # The on-policy learner derives them from --batch_size_transitions (and checks that itself);
+  # the other learners need them positive.
+  flag_check.check_learner_config(_config(batch_size=0, unroll_length=0,
+                                          batch_size_transitions=64))
+  with pytest.raises(flag_check.FlagCheckError, match='--unroll_length must be positive'):
+    flag_check.check_learner_config(_config(unroll_length=0))
+  with pytest.raises(flag_check.FlagCheckError, match='--save_checkpoint_secs must be positive'):
+    flag_check.check_learner_config(_config(batch_size=0, batch_size_transitions=64,
+                                            save_checkpoint_secs=0))
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize('argv, message', [
     (['--env_nme=Acrobot-v1'],

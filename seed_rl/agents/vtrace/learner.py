@@ -20,7 +20,7 @@ from seed_rl.common.entropy_cost import EntropyCost
 FLAGS = flags.FLAGS
 
 
-class VTraceAgent(learner_runtime.LearnerAgent):
+class VTraceAgent(learner_runtime.SampledPolicyAgent):
   """The V-trace agent's part of the learner: sampled actions (the mode in evaluation
   environments), V-trace loss on queued unrolls."""
   name = 'VTRACE'
@@ -28,13 +28,12 @@ class VTraceAgent(learner_runtime.LearnerAgent):
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
     super().__init__(config)
     self._create_agent_fn = create_agent_fn
-    self._distribution = None
     self._entropy_cost = None
 
   def create_networks(self, action_space, observation_space, env_output_specs) -> None:
-    self._distribution = (
+    self.distribution = (
         parametric_distribution.get_parametric_distribution_for_action_space(action_space))
-    self.network = self._create_agent_fn(action_space, observation_space, self._distribution)
+    self.network = self._create_agent_fn(action_space, observation_space, self.distribution)
     self._entropy_cost = getattr(self.network, 'entropy_cost', None)
     if self._entropy_cost is None:
       self._entropy_cost = EntropyCost(self.config.entropy_cost,
@@ -43,24 +42,6 @@ class VTraceAgent(learner_runtime.LearnerAgent):
   def policy(self, prev_actions, env_outputs, agent_state):
     return self.network(prev_actions, env_outputs, agent_state, unroll=False,
                         is_training=False)
-
-  def _mode(self, agent_outputs):
-    """The action of highest probability under the policy that produced `agent_outputs`."""
-    mode = self._distribution(agent_outputs.policy_logits).mode()
-    return tf.cast(mode, agent_outputs.action.dtype)
-
-  def greedy_policy(self, prev_actions, env_outputs, agent_state):
-    agent_outputs, agent_state = self.policy(prev_actions, env_outputs, agent_state)
-    return agent_outputs._replace(action=self._mode(agent_outputs)), agent_state
-
-  def explore(self, env_ids, agent_outputs):
-    """Evaluation environments (the `num_eval_envs` highest ids) act with the policy's mode."""
-    if not self.config.num_eval_envs:
-      return agent_outputs
-    is_eval = env_ids >= self.config.num_envs - self.config.num_eval_envs
-    is_eval = tf.reshape(is_eval, [-1] + [1] * (agent_outputs.action.shape.rank - 1))
-    return agent_outputs._replace(
-        action=tf.where(is_eval, self._mode(agent_outputs), agent_outputs.action))
 
   @property
   def trainable_variables(self):
@@ -83,7 +64,7 @@ class VTraceAgent(learner_runtime.LearnerAgent):
 
   def compute_loss(self, batch):
     unrolls = tensors.make_time_major(batch._replace(agent_state=()))
-    return compute_loss(self._distribution, self.network, batch.agent_state,
+    return compute_loss(self.distribution, self.network, batch.agent_state,
                         unrolls.prev_actions, unrolls.env_outputs, unrolls.agent_outputs,
                         self._entropy_cost, self.config)
 

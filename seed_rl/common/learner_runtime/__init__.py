@@ -6,7 +6,10 @@ An agent subclasses `LearnerAgent` (its networks, policy, loss and training step
 
 from seed_rl.common.learner_runtime.agent import LearnerAgent
 from seed_rl.common.learner_runtime.agent import Minimize
+from seed_rl.common.learner_runtime.agent import SampledPolicyAgent
 from seed_rl.common.learner_runtime.inference import Unroll
+from seed_rl.common.learner_runtime.inference_gate import InferenceGate
 from seed_rl.common.learner_runtime.runtime import run
 
-__all__ = ['LearnerAgent', 'Minimize', 'Unroll', 'run']
+__all__ = ['InferenceGate', 'LearnerAgent', 'Minimize', 'SampledPolicyAgent', 'Unroll',
+           'run']

@@ -13,7 +13,8 @@ The runtime calls them in this order:
 5. In every inference batch: `policy`, then `explore`; completed unrolls of the training
    environments go to the unroll queue.
 6. In the training thread, until the frame budget is spent: `training_step(minimize, iteration)`,
-   where `minimize(batch)` runs `compute_loss` on every replica and applies the gradients.
+   where `minimize(batch)` runs `compute_loss` on every replica and applies the gradients
+   (one optimizer step; an agent may take several per iteration, e.g. PPO's epochs).
 """
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -35,10 +36,16 @@ class LearnerAgent(object):
     clip_norm: global gradient norm clipping of `minimize`; 0 disables it.
     network: the policy network (a Keras model with `initial_state(batch_size)`); the runtime
       exports it and calls its `end_of_training_step_callback` after each step if it has one.
+    supports_abandoned_episodes: whether actors may report episodes ended without a terminal
+      state (a time limit); the learner refuses them otherwise.
+    inference_gate: an `InferenceGate` that inference passes through around the policy, for an
+      agent whose training step must not overlap acting (on-policy); None: no gate.
   """
   name = 'agent'
   burn_in = 0
   clip_norm = 0.
+  supports_abandoned_episodes = False
+  inference_gate = None
 
   def __init__(self, config: Any):
     self.config = config
@@ -55,6 +62,22 @@ class LearnerAgent(object):
   def unrolls_per_iteration(self) -> int:
     """New unrolls one training step consumes: the learner's frame accounting."""
     return self.config.batch_size
+
+  def minimize_batch_size(self) -> int:
+    """Rows of one `minimize` batch, shared by the learner's devices."""
+    return self.config.batch_size
+
+  def unroll_queue_capacity(self) -> int:
+    """Completed unrolls that may wait for training before inference blocks."""
+    return self.config.unroll_queue_max_size
+
+  def optimizer_steps_per_iteration(self) -> int:
+    """Optimizer steps of one training iteration (learning-rate schedules span them all)."""
+    return 1
+
+  def iteration_counter(self, optimizer: Any) -> tf.Variable:
+    """The checkpointed count of training iterations: by default the optimizer's steps."""
+    return optimizer.iterations
 
   def action_spec(self, action_space) -> tf.TensorSpec:
     """Spec of one action (also of the previous action the policy reads)."""
@@ -122,3 +145,28 @@ class LearnerAgent(object):
     few seconds.
     """
     return None
+
+
+class SampledPolicyAgent(LearnerAgent):
+  """An agent acting with actions sampled from its policy's distribution (`self.distribution`,
+  a `ParametricDistribution` of `agent_outputs.policy_logits`), and with the distribution's mode
+  in evaluation environments (the `num_eval_envs` highest ids) and in the exported greedy
+  policy."""
+  distribution = None
+
+  def mode(self, agent_outputs):
+    """The action of highest probability under the policy that produced `agent_outputs`."""
+    mode = self.distribution(agent_outputs.policy_logits).mode()
+    return tf.cast(mode, agent_outputs.action.dtype)
+
+  def greedy_policy(self, prev_actions, env_outputs, agent_state):
+    agent_outputs, agent_state = self.policy(prev_actions, env_outputs, agent_state)
+    return agent_outputs._replace(action=self.mode(agent_outputs)), agent_state
+
+  def explore(self, env_ids, agent_outputs):
+    if not self.config.num_eval_envs:
+      return agent_outputs
+    is_eval = env_ids >= self.config.num_envs - self.config.num_eval_envs
+    is_eval = tf.reshape(is_eval, [-1] + [1] * (agent_outputs.action.shape.rank - 1))
+    return agent_outputs._replace(
+        action=tf.where(is_eval, self.mode(agent_outputs), agent_outputs.action))

@@ -123,14 +123,19 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
                                  (env_outputs, raw_rewards)))
     stats.reset(envs_needing_reset)
     env_states.reset(envs_needing_reset, agent.initial_state)
-    tf.debugging.assert_equal(
-        tf.reduce_any(env_outputs.abandoned), False,
-        message=f'Abandoned done states are not supported in {agent.name}.')
+    if not agent.supports_abandoned_episodes:
+      tf.debugging.assert_equal(
+          tf.reduce_any(env_outputs.abandoned), False,
+          message=f'Abandoned done states are not supported in {agent.name}.')
     stats.update(env_ids, env_outputs, raw_rewards, num_action_repeats)
 
     prev_actions, prev_agent_states = env_states.read(env_ids)
+    run_policy = lambda: agent.policy(prev_actions, env_outputs, prev_agent_states)
     with tf.device(device):
-      agent_outputs, agent_states = agent.policy(prev_actions, env_outputs, prev_agent_states)
+      if agent.inference_gate is None:
+        agent_outputs, agent_states = run_policy()
+      else:
+        agent_outputs, agent_states = agent.inference_gate.around(run_policy)
     agent_outputs = agent.explore(env_ids, agent_outputs)
     # A row whose outputs are not finite (inputs of absurd magnitude) is neither stored nor
     # kept: its environment starts afresh, as after an actor restart, and gets action 0.

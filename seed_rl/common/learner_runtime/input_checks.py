@@ -21,9 +21,11 @@ class InferenceInputCheck(object):
   env ids, run ids, the `EnvOutput` leaves, raw rewards.
   """
 
-  def __init__(self, num_envs: int, env_output_specs: Any, agent_name: str):
+  def __init__(self, num_envs: int, env_output_specs: Any, agent_name: str,
+               allow_abandoned: bool = False):
     self._num_envs = num_envs
     self._agent_name = agent_name
+    self._allow_abandoned = allow_abandoned
     names = [f'env_outputs.{path}' for path in _leaf_paths(env_output_specs)]
     self._names = ['env_ids', 'run_ids'] + names + ['raw_rewards']
     self._float_args = [i for i, name in enumerate(self._names)
@@ -49,7 +51,7 @@ class InferenceInputCheck(object):
                            f'{env_ids[~finite].tolist()}: refused so that it cannot reach the '
                            'model.')
     abandoned = arrays[self._abandoned_arg].astype(bool)
-    if abandoned.any():
+    if abandoned.any() and not self._allow_abandoned:
       raise ValueError(f'Abandoned episodes are not supported in {self._agent_name} (env ids '
                        f'{env_ids[abandoned].tolist()}).')
     self._check_run_ids(env_ids, run_ids)

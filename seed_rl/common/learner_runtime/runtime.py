@@ -107,8 +107,9 @@ class _Learner(object):
     self._agent, self._config = agent, config
     settings = devices.init_learner(config.num_training_tpus)
     self._strategy, self._inference_devices = settings.strategy, settings.inference_devices
-    if config.batch_size % self._strategy.num_replicas_in_sync:
-      raise ValueError(f'batch_size (={config.batch_size}) must be a multiple of the number of '
+    batch_size = agent.minimize_batch_size()
+    if batch_size % self._strategy.num_replicas_in_sync:
+      raise ValueError(f'batch_size (={batch_size}) must be a multiple of the number of '
                        f'devices (={self._strategy.num_replicas_in_sync}), which share each '
                        'batch.')
     self._specs = create_agent(agent, create_env_fn, self._strategy, config)
@@ -117,7 +118,8 @@ class _Learner(object):
     self._final_iteration = int(math.ceil(config.total_environment_frames /
                                           self._frames_per_iteration))
     self._optimizer, self._learning_rate_fn = _create_optimizer(
-        agent, create_optimizer_fn, self._strategy, self._final_iteration)
+        agent, create_optimizer_fn, self._strategy,
+        self._final_iteration * agent.optimizer_steps_per_iteration())
     export = checkpoints.PolicyExport(agent.network, agent.policy, agent.greedy_policy,
                                       agent.initial_state, self._specs)
     self._checkpointer = checkpoints.Checkpointer(
@@ -140,7 +142,7 @@ class _Learner(object):
 
   @property
   def _iterations(self) -> tf.Variable:
-    return self._optimizer.iterations
+    return self._agent.iteration_counter(self._optimizer)
 
   def _iteration(self) -> int:
     return int(self._iterations.numpy())
@@ -154,7 +156,7 @@ class _Learner(object):
     self._episode_stats = episodes.EpisodeStats(config.num_envs)
     self._episode_reporter = episodes.EpisodeReporter(num_training_envs,
                                                       config.log_episode_frequency)
-    self._unroll_queue = queues.StructuredFIFOQueue(config.unroll_queue_max_size,
+    self._unroll_queue = queues.StructuredFIFOQueue(self._agent.unroll_queue_capacity(),
                                                     self._env_states.unroll_specs)
     self._agent.prepare_training(self._unroll_queue)
 
@@ -165,8 +167,9 @@ class _Learner(object):
                                       self._config.inference_batch_size,
                                       self._config.num_action_repeats, device)
         for device in self._inference_devices]
-    check = input_checks.InferenceInputCheck(self._config.num_envs, self._specs.env_output,
-                                             self._agent.name)
+    check = input_checks.InferenceInputCheck(
+        self._config.num_envs, self._specs.env_output, self._agent.name,
+        allow_abandoned=self._agent.supports_abandoned_episodes)
     with self._strategy.scope():
       return lifecycle.start_server(self._config, inference_fns, check)
 
@@ -181,7 +184,7 @@ class _Learner(object):
     frames = int(self._logger.step_cnt.numpy())
     if frames != self._logged_frames:
       self._logged_frames, self._trained = frames, True
-      tf.summary.scalar('learning_rate', self._learning_rate_fn(self._iterations))
+      tf.summary.scalar('learning_rate', self._learning_rate_fn(self._optimizer.iterations))
       self._agent.write_summaries()
       logging.info('Progress: %d/%d environment frames', frames,
                    int(self._config.total_environment_frames))
@@ -195,6 +198,12 @@ class _Learner(object):
     self._checkpointer.maybe_save()
     with profiling.ExportingTimer('timing/training_step_secs', _TIMING_WINDOW):
       self._agent.training_step(minimize, self._iteration())
+      self._count_frames()
+
+  def _count_frames(self) -> None:
+    """Advances the logger's step to the frames of the iterations done: once per iteration,
+    however many optimizer steps it takes (a skipped non-finite step trains again)."""
+    self._logger.step_cnt.assign(self._frames(self._iteration()))
 
   def _frames(self, iteration: int) -> int:
     return iteration * self._frames_per_iteration
@@ -208,11 +217,13 @@ class _Learner(object):
           self._checkpointer.latest_checkpoint, int(self._config.total_environment_frames))
       return
     minimize = training.create_minimize(self._strategy, self._agent, self._optimizer,
-                                        self._logger, self._frames_per_iteration)
+                                        self._logger)
 
     def timed_minimize(batch):
       with profiling.ExportingTimer('timing/minimize_secs', _TIMING_WINDOW):
-        return minimize(batch)
+        metrics = minimize(batch)
+        self._count_frames()
+        return metrics
 
     def train_once():
       # Summaries of the training thread (timings) share the logger's step: frames.

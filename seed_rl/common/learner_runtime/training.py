@@ -59,15 +59,14 @@ def _apply_if_finite(optimizer: Any, gradients, variables, loss,
 
 
 def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAgent,
-                    optimizer: Any, logger: progress_logger.ProgressLogger,
-                    frames_per_iteration: int) -> agent_lib.Minimize:
+                    optimizer: Any, logger: progress_logger.ProgressLogger) -> agent_lib.Minimize:
   """`minimize(batch) -> metrics`: one gradient step of `agent.compute_loss` on `batch`.
 
   The batch is split over the replicas, whose gradients are summed; gradients are clipped to
   `agent.clip_norm` when it is set. A step whose loss or gradients are not finite is skipped
   (the optimizer's step counter does not advance) and counted in `skipped_steps`. The metrics
-  (plus `gradient_norm_before_clip` and `skipped_steps`) go to the progress logger, whose step
-  advances by `frames_per_iteration`.
+  (plus `gradient_norm_before_clip` and `skipped_steps`) go to the progress logger; its step
+  (frames) is the runtime's to advance, once per training iteration.
   """
   num_replicas = strategy.num_replicas_in_sync
   trainable_variables = agent.trainable_variables
@@ -77,7 +76,10 @@ def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAg
     with tf.GradientTape() as tape:
       loss, metrics = agent.compute_loss(batch)
       scaled_loss = loss / num_replicas  # Gradients are summed over replicas.
-    gradients = tape.gradient(scaled_loss, trainable_variables)
+    # A variable the loss does not use (e.g. an unused normalization compensation) gets a zero
+    # gradient, not None, so that every optimizer step updates the same variables.
+    gradients = tape.gradient(scaled_loss, trainable_variables,
+                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
     gradient_norm = tf.linalg.global_norm(gradients)
     if agent.clip_norm:
       gradients, _ = tf.clip_by_global_norm(gradients, agent.clip_norm, use_norm=gradient_norm)
@@ -93,7 +95,7 @@ def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAg
     metrics = {name: _gather_over_replicas(strategy, value)
                for name, value in per_replica.items()}
     metrics['skipped_steps'] = tf.identity(skipped_steps)
-    logger.step_end(logger.log_session_from_dict(metrics), step_increment=frames_per_iteration)
+    logger.step_end(logger.log_session_from_dict(metrics), step_increment=0)
     return metrics
 
   return minimize

@@ -36,7 +36,7 @@ def main(num_devices: int) -> None:
     optimizer = tf.keras.optimizers.Adam(0.1)
     optimizer.build(agent.trainable_variables)
   minimize = training.create_minimize(strategy, agent, optimizer,
-                                      progress_logger.ProgressLogger(), frames_per_iteration=1)
+                                      progress_logger.ProgressLogger())
   results = []
   for values in ([1., 1.], [1., float('nan')], [1., 1.]):
     metrics = minimize(tf.constant(values))
