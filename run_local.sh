@@ -3,7 +3,7 @@
 #
 #   ./run_local.sh [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
 #
-# ENV: atari | football | dmlab | gym | mujoco;  AGENT: vtrace | r2d2 | sac.
+# ENV: atari | football | dmlab | gym | mujoco;  AGENT: vtrace | r2d2 | sac | ppo.
 # The first run creates .venv and installs what ENV needs. The flags are checked against the
 # entry point (seed_rl/common/flag_check.py) before anything starts. The run then takes its
 # logdir (LOGDIR/run_local.lock), its learner address and a TensorBoard port, or refuses in one
@@ -25,7 +25,7 @@ usage() {
 Usage: $0 [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
   --docker        build the image of ENV and run in a container (needs a Docker engine)
   ENV             atari | football | dmlab | gym | mujoco
-  AGENT           vtrace | r2d2 | sac
+  AGENT           vtrace | r2d2 | sac | ppo
   NUM_ACTORS      number of actor processes (at least 1, no leading zeros)
   ENV_BATCH_SIZE  environments per actor (default 1)
   --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1;
@@ -37,6 +37,8 @@ Examples:
   $0 atari vtrace 4
   $0 atari r2d2 4 4
   $0 mujoco vtrace 4 --env_name=Hopper-v5
+  $0 mujoco ppo 4 8
+  $0 gym ppo 2
   $0 --docker football vtrace 4
 EOF
   exit 1
@@ -54,7 +56,7 @@ EXTRA_FLAGS=("$@")
 
 [[ "$ENVIRONMENT" =~ ^(atari|football|dmlab|gym|mujoco)$ ]] || {
   echo "run_local.sh: unknown ENV '$ENVIRONMENT'" >&2; usage; }
-[[ "$AGENT" =~ ^(vtrace|r2d2|sac)$ ]] || { echo "run_local.sh: unknown AGENT '$AGENT'" >&2; usage; }
+[[ "$AGENT" =~ ^(vtrace|r2d2|sac|ppo)$ ]] || { echo "run_local.sh: unknown AGENT '$AGENT'" >&2; usage; }
 [[ "$NUM_ACTORS" =~ ^[1-9][0-9]*$ ]] || {
   echo "run_local.sh: NUM_ACTORS must be a positive integer (at least one actor), got" \
        "'$NUM_ACTORS'" >&2; usage; }

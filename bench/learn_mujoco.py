@@ -1,14 +1,17 @@
-r"""Learning benchmark: SAC on a MuJoCo task for a frame budget (HalfCheetah-v5 by default).
+r"""Learning benchmark: SAC or PPO on a MuJoCo task for a frame budget (HalfCheetah-v5 by default).
 
-  python -m bench.learn_mujoco [--env_name HalfCheetah-v5] [--frame_budget 200000]
-                               [--num_actors 1] [--env_batch_size 4] [--max_minutes 120]
+  python -m bench.learn_mujoco [--agent sac|ppo] [--env_name HalfCheetah-v5]
+                               [--frame_budget N] [--num_actors N] [--env_batch_size N]
+                               [--max_minutes 120]
 
-Starts a real learner and `num_actors` actors of `seed_rl.environments.mujoco.sac_main` (unix
-socket, as `./run_local.sh mujoco sac` does), follows the learner's per-episode log lines and
-prints the curve of mean returns over windows of `window` episodes against environment frames,
-the frames and wall time when the mean first reached `target` (if it did), and the actors' peak
-memory. The baseline the curve is read against is the target (3,000 within 200,000 steps on
-HalfCheetah, the level published SAC results reach at that budget).
+Starts a real learner and `num_actors` actors of `seed_rl.environments.mujoco.<agent>_main`
+(unix socket, as `./run_local.sh mujoco sac|ppo` does), follows the learner's per-episode log
+lines and prints the curve of mean returns over windows of `window` episodes against
+environment frames, the frames and wall time when the mean first reached `target` (if it did),
+and the actors' peak memory. The baseline the curve is read against is the target, the level
+published results reach at that budget: SAC 3,000 within 200,000 steps on HalfCheetah; PPO
+(ppo.gin and ppo_main's defaults: steps of 2048 transitions, 10 epochs of 64-transition
+minibatches) 1,500 within 1,000,000 steps.
 """
 
 import argparse
@@ -20,7 +23,11 @@ import time
 from bench import process_group
 from seed_rl.common import progress_monitor
 
-MODULE = 'seed_rl.environments.mujoco.sac_main'
+MODULE = 'seed_rl.environments.mujoco.{agent}_main'
+# Per agent: frame budget, target, actors x envs per actor.
+AGENT_DEFAULTS = {'sac': dict(frame_budget=200000, target=3000, num_actors=1, env_batch_size=4),
+                  'ppo': dict(frame_budget=1000000, target=1500, num_actors=2,
+                              env_batch_size=16)}
 _PROGRESS = re.compile(r'Progress: (\d+)/')
 
 
@@ -36,14 +43,18 @@ def _episodes(log_text: str) -> list:
 
 def _flags(args: argparse.Namespace, logdir: pathlib.Path) -> list:
   num_envs = args.num_actors * args.env_batch_size
-  return [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
-          f'--env_name={args.env_name}', f'--num_envs={num_envs}',
-          f'--env_batch_size={args.env_batch_size}', f'--inference_batch_size={num_envs}',
-          f'--total_environment_frames={int(args.frame_budget)}', '--save_checkpoint_secs=100000',
-          f'--batch_size={args.batch_size}', f'--replay_ratio={args.replay_ratio}',
-          f'--learning_rate={args.learning_rate}', f'--polyak={args.polyak}',
-          f'--entropy_cost={args.entropy_cost}', f'--target_entropy={args.target_entropy}',
-          f'--mlp_size={args.mlp_size}', f'--seed={args.seed}']
+  common = [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
+            f'--env_name={args.env_name}', f'--num_envs={num_envs}',
+            f'--env_batch_size={args.env_batch_size}', f'--inference_batch_size={num_envs}',
+            f'--total_environment_frames={int(args.frame_budget)}',
+            '--save_checkpoint_secs=100000', f'--seed={args.seed}']
+  if args.agent == 'ppo':  # The entry point's defaults and ppo.gin.
+    return common
+  return common + [
+      f'--batch_size={args.batch_size}', f'--replay_ratio={args.replay_ratio}',
+      f'--learning_rate={args.learning_rate}', f'--polyak={args.polyak}',
+      f'--entropy_cost={args.entropy_cost}', f'--target_entropy={args.target_entropy}',
+      f'--mlp_size={args.mlp_size}']
 
 
 def _first_reached(episodes: list, window: int, target: float):
@@ -60,7 +71,8 @@ def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
   learner_log = logdir / 'learner.log'
   start_time = time.time()
   reached, reason, actor_rss = None, 'time limit', 0.
-  with process_group.ProcessGroup(logdir, MODULE, _flags(args, logdir)) as group:
+  module = MODULE.format(agent=args.agent)
+  with process_group.ProcessGroup(logdir, module, _flags(args, logdir)) as group:
     learner = group.start('learner', ['--run_mode=learner'])
     actors = [group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'])
               for task in range(args.num_actors)]
@@ -85,14 +97,14 @@ def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--agent', choices=sorted(AGENT_DEFAULTS), default='sac')
   parser.add_argument('--env_name', default='HalfCheetah-v5')
-  parser.add_argument('--frame_budget', type=float, default=200000)
+  parser.add_argument('--frame_budget', type=float, default=None)
   parser.add_argument('--max_minutes', type=float, default=120)
-  parser.add_argument('--target', type=float, default=3000)
+  parser.add_argument('--target', type=float, default=None)
   parser.add_argument('--window', type=int, default=5)
-  parser.add_argument('--num_actors', type=int, default=1)
-  parser.add_argument('--env_batch_size', type=int, default=4)
-  parser.add_argument('--batch_size', type=int, default=256)
+  parser.add_argument('--num_actors', type=int, default=None)
+  parser.add_argument('--env_batch_size', type=int, default=None)
   parser.add_argument('--replay_ratio', type=float, default=256)
   parser.add_argument('--learning_rate', type=float, default=3e-4)
   parser.add_argument('--polyak', type=float, default=0.995)
@@ -102,12 +114,18 @@ def main() -> None:
   parser.add_argument('--seed', type=int, default=0)
   parser.add_argument('--logdir', default=None,
                       help='New directory that keeps the logs (default: a temporary one).')
+  parser.add_argument('--batch_size', type=int, default=256, help='SAC only.')
   args = parser.parse_args()
+  for name, value in AGENT_DEFAULTS[args.agent].items():
+    if getattr(args, name) is None:
+      setattr(args, name, value)
 
   result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
-  print(f'mujoco sac on {args.env_name}: {args.num_actors} actor(s) x {args.env_batch_size} '
-        f'env(s), batch {args.batch_size}, replay ratio {args.replay_ratio:g}, lr '
-        f'{args.learning_rate:g}, polyak {args.polyak:g}, MLP 2 x {args.mlp_size}')
+  settings = ('ppo.gin and ppo_main\'s defaults' if args.agent == 'ppo' else
+              f'batch {args.batch_size}, replay ratio {args.replay_ratio:g}, lr '
+              f'{args.learning_rate:g}, polyak {args.polyak:g}, MLP 2 x {args.mlp_size}')
+  print(f'mujoco {args.agent} on {args.env_name}: {args.num_actors} actor(s) x '
+        f'{args.env_batch_size} env(s), {settings}')
   episodes = result['episodes']
   for end in range(args.window, len(episodes) + 1, args.window):
     mean = sum(r for r, _ in episodes[end - args.window:end]) / args.window

@@ -19,6 +19,7 @@ learners: it reads `env_name`, `discretization`, `n_actions_per_dim` and `action
 
 import difflib
 import logging
+import os
 from typing import Any
 
 import gymnasium
@@ -196,7 +197,8 @@ def create_environment_fn(env_id: int, config: Any) -> gymnasium.Env:
     config: object with `env_name` and optionally `discretization` ('none'),
       `n_actions_per_dim` (11), `action_ratio` (30), `num_action_repeats` (1) and
       `render_mode` (Gymnasium's, e.g. 'rgb_array' for `seed_rl.evaluate --video`; None; the
-      toy envs do not render).
+      toy envs do not render), `mujoco_model` (a MuJoCo XML file replacing the env's model,
+      Gymnasium's `xml_file`; None).
 
   Raises:
     ValueError: `config.num_action_repeats` is not 1 (as the original, these envs support no
@@ -209,9 +211,13 @@ def create_environment_fn(env_id: int, config: Any) -> gymnasium.Env:
     raise ValueError(f'The MuJoCo environments support only num_action_repeats=1, got '
                      f'{num_action_repeats} (MuJoCo envs already repeat their physics steps: '
                      'frame_skip 5 for HalfCheetah).')
+  gym_kwargs = {}
   render_mode = getattr(config, 'render_mode', None)
-  gym_kwargs = ({'render_mode': render_mode}
-                if render_mode and config.env_name not in TOY_ENVS else None)
+  if render_mode and config.env_name not in TOY_ENVS:
+    gym_kwargs['render_mode'] = render_mode
+  mujoco_model = getattr(config, 'mujoco_model', None)
+  if mujoco_model:
+    gym_kwargs['xml_file'] = os.path.abspath(mujoco_model)
   return create_environment(config.env_name,
                             getattr(config, 'discretization', 'none') or 'none',
                             getattr(config, 'n_actions_per_dim', 11),
