@@ -170,6 +170,9 @@ def test_run_local_atari_r2d2_completes_training_steps(tmp_path):
 @pytest.mark.parametrize('agent, flags, iterations', [
     ('vtrace', ['--unroll_length=10', '--batch_size=2'], 10),
     ('sac', ['--batch_size=8', '--replay_ratio=2', '--mlp_size=16'], 50),
+    # 2 unrolls of 10 steps per training step, 2 epochs of 1 minibatch.
+    ('ppo', ['--unroll_length=10', '--batch_size=2', '--batch_size_transitions=0',
+             '--step_size_transitions=0', '--epochs_per_step=2', '--batch_mode=shuffle'], 10),
 ])
 def test_run_local_mujoco_trains_on_half_cheetah(tmp_path, agent, flags, iterations):
   logdir = tmp_path / 'logdir'

@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 
+from seed_rl import evaluate
 from tests.processes import Processes, episode_returns, frames_progress
 
 GYM_MAIN = 'seed_rl.environments.gym.ppo_main'
@@ -58,7 +59,8 @@ def test_ppo_learns_inverted_pendulum_within_300k_frames(tmp_path):
 
 
 @pytest.mark.timeout(300)
-def test_restarted_learner_resumes_its_iterations_and_records_its_configuration(tmp_path):
+def test_restarted_learner_resumes_its_iterations_records_its_configuration_and_exports(
+    tmp_path):
   # Steps of 4 unrolls of 16 steps, 2 epochs of 2 minibatches: 64 frames per iteration.
   flags = _flags(tmp_path, num_envs=4, env_batch_size=4, inference_batch_size=4,
                  unroll_length=16, batch_size=2, batch_size_transitions=0,
@@ -78,3 +80,8 @@ def test_restarted_learner_resumes_its_iterations_and_records_its_configuration(
     again.wait_for(r'Training already finished at 640 environment frames \(iteration 10',
                    timeout=120)
     assert again.wait(60) == 0
+  # The exported policy plays the environment, greedy (the categorical's mode) or sampling.
+  for greedy in (True, False):
+    result = evaluate.evaluate(str(logdir), episodes=1, greedy=greedy, seed=1)
+    assert result['agent'] == 'POLICY_GRADIENT' and result['env'] == 'CartPole-v1'
+    assert result['lengths'][0] >= 8
