@@ -14,7 +14,6 @@ import os
 from typing import Any, Callable
 
 from absl import flags
-from absl import logging
 import gin
 import tensorflow as tf
 
@@ -60,11 +59,6 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
     self.training_iterations = None
     if self.training_config.block_inference_on_training:
       self.inference_gate = learner_runtime.InferenceGate()
-
-  def validate_config(self) -> None:
-    if self.config.num_action_repeats != 1:
-      logging.info('num_action_repeats=%d: frames count %d per agent step.',
-                   self.config.num_action_repeats, self.config.num_action_repeats)
 
   def unroll_length(self) -> int:
     return self.training_config.unroll_length
