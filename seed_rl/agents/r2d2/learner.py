@@ -116,7 +116,8 @@ class R2D2Agent(learner_runtime.LearnerAgent):
   def explore(self, env_ids, agent_outputs):
     return agent_outputs._replace(action=apply_epsilon_greedy(
         agent_outputs.action, env_ids, get_num_training_envs(self.config),
-        self.config.num_eval_envs, self.config.eval_epsilon, self._num_actions))
+        self.config.num_eval_envs, self.config.eval_epsilon, self._num_actions,
+        self.config.exploration_epsilon, self.config.exploration_alpha))
 
   def checkpointed(self):
     return dict(agent=self.network, target_agent=self._target_network)

@@ -31,5 +31,10 @@ define(flags.DEFINE_float, 'clip_norm', 40, 'Global gradient norm clipping; 0 di
 define(flags.DEFINE_float, 'value_function_rescaling_epsilon', 1e-3,
        'Epsilon of the invertible value rescaling h(x).')
 define(flags.DEFINE_integer, 'n_steps', 5, 'Steps of the n-step Bellman targets.')
+define(flags.DEFINE_float, 'exploration_epsilon', 0.4,
+       'Training environment i of n explores with epsilon '
+       'exploration_epsilon^(1 + exploration_alpha * i / (n - 1)) (Ape-X and R2D2: 0.4).')
+define(flags.DEFINE_float, 'exploration_alpha', 7.,
+       'Exponent spread of the training environments\' epsilons (Ape-X and R2D2: 7).')
 define(flags.DEFINE_float, 'eval_epsilon', 1e-3,
        'Epsilon of the evaluation environments (the num_eval_envs highest ids).')

@@ -9,20 +9,23 @@ import tensorflow as tf
 from seed_rl.common import tensors
 
 
-def get_envs_epsilon(env_ids, num_training_envs: int, num_eval_envs: int, eval_epsilon: float):
-  """Per-environment epsilon: 0.4^(1 + 7 i / (n - 1)) for training env i (0.4 to 0.4^8, as in
-  Ape-X and R2D2), `eval_epsilon` for evaluation environments."""
-  training = tf.pow(0.4, tf.linspace(1., 8., num_training_envs))
+def get_envs_epsilon(env_ids, num_training_envs: int, num_eval_envs: int, eval_epsilon: float,
+                     epsilon: float = 0.4, alpha: float = 7.):
+  """Per-environment epsilon: epsilon^(1 + alpha i / (n - 1)) for training env i (0.4 to 0.4^8
+  with the defaults of Ape-X and R2D2), `eval_epsilon` for evaluation environments."""
+  training = tf.pow(tf.cast(epsilon, tf.float32), tf.linspace(1., 1. + alpha, num_training_envs))
   epsilons = tf.concat([training, tf.fill([num_eval_envs], tf.cast(eval_epsilon, tf.float32))],
                        axis=0)
   return tf.gather(epsilons, env_ids)
 
 
 def apply_epsilon_greedy(actions, env_ids, num_training_envs: int, num_eval_envs: int,
-                         eval_epsilon: float, num_actions: int):
+                         eval_epsilon: float, num_actions: int, epsilon: float = 0.4,
+                         alpha: float = 7.):
   """Replaces each action by a uniformly random one with its environment's epsilon."""
   batch_size = tf.shape(actions)[0]
-  epsilons = get_envs_epsilon(env_ids, num_training_envs, num_eval_envs, eval_epsilon)
+  epsilons = get_envs_epsilon(env_ids, num_training_envs, num_eval_envs, eval_epsilon, epsilon,
+                              alpha)
   random_actions = tf.random.uniform([batch_size], maxval=num_actions, dtype=actions.dtype)
   explore = tf.random.uniform([batch_size]) < epsilons
   return tf.where(explore, random_actions, actions)

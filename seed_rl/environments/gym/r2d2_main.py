@@ -16,16 +16,23 @@ from seed_rl.environments.gym import env
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id (Discrete actions).')
-flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate.')
+flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate (at the first step).')
+flags.DEFINE_float('lr_decay_multiplier', 1.,
+                   'The learning rate decays linearly to learning_rate x lr_decay_multiplier '
+                   'over the frame budget (1: constant).')
 flags.DEFINE_float('adam_epsilon', 1e-3, 'Adam epsilon.')
 flags.DEFINE_list('mlp_sizes', ['64'], 'Hidden layer sizes of the MLP torso.')
 flags.DEFINE_integer('lstm_size', 64, 'Units of the LSTM.')
 
-# The learner's defaults are the original's, sized for Atari; these suit classic control.
+# The learner's defaults are the original's, sized for Atari; these suit classic control,
+# measured on CartPole-v1 with 2 actors x 8 envs over 3 seeds (README, "The classic-control
+# defaults"): a target network copied every 50 steps, milder exploration than Ape-X's 0.4 with
+# 16 environments, and a learning rate decaying to 0 over the budget.
 for name, value in [('unroll_length', 20), ('burn_in', 10), ('batch_size', 32),
                     ('replay_ratio', 4.), ('replay_buffer_size', 2000),
-                    ('replay_buffer_min_size', 100), ('update_target_every_n_step', 100),
-                    ('n_steps', 3), ('discounting', .99), ('total_environment_frames', 1e6)]:
+                    ('replay_buffer_min_size', 100), ('update_target_every_n_step', 50),
+                    ('exploration_epsilon', 0.2), ('lr_decay_multiplier', 0.),
+                    ('n_steps', 3), ('discounting', .99), ('total_environment_frames', 5e5)]:
   FLAGS.set_default(name, value)
 
 
@@ -36,10 +43,10 @@ def create_agent(unused_env_output_specs, num_actions):
                                     lstm_size=FLAGS.lstm_size)
 
 
-def create_optimizer(unused_final_iteration):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  optimizer = tf.keras.optimizers.Adam(FLAGS.learning_rate, epsilon=FLAGS.adam_epsilon)
-  return optimizer, lambda iteration: FLAGS.learning_rate
+def create_optimizer(final_iteration):
+  from seed_rl.common import optimizers  # pylint: disable=g-import-not-at-top
+  return optimizers.adam_with_linear_decay(FLAGS.learning_rate, FLAGS.lr_decay_multiplier,
+                                           final_iteration, epsilon=FLAGS.adam_epsilon)
 
 
 def main(argv):

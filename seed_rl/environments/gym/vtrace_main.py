@@ -16,7 +16,10 @@ from seed_rl.environments.gym import env
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id.')
-flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate.')
+flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate (at the first step).')
+flags.DEFINE_float('lr_decay_multiplier', 1.,
+                   'The learning rate decays linearly to learning_rate x lr_decay_multiplier '
+                   'over the frame budget (1: constant).')
 flags.DEFINE_list('mlp_sizes', ['64', '64'], 'Hidden layer sizes of the MLP torso.')
 flags.DEFINE_list('lstm_sizes', [], 'LSTM sizes after the MLP (none: feed-forward).')
 # Discretization of continuous actions, the original's MuJoCo flags (see env.create_environment).
@@ -29,9 +32,13 @@ flags.DEFINE_float('action_ratio', 30., 'Ratio between the largest and the small
                    'action of the log discretization.')
 
 # The learner's defaults are the original's, sized for Atari and DMLab; these suit classic
-# control tasks.
-for name, value in [('unroll_length', 20), ('batch_size', 16), ('entropy_cost', 0.01),
-                    ('total_environment_frames', 1e6)]:
+# control tasks, measured on CartPole-v1 with 2 actors x 8 envs over 3 seeds (README, "The
+# classic-control defaults"): many small steps (4 unrolls of 10 steps: about 12,500 gradient
+# steps in 500k frames, against 1,560 with the former 16 x 20, whose mean return stalled near
+# 250), a small entropy bonus, and a learning rate decaying to 0 over the budget so that the
+# policy stays where it got.
+for name, value in [('unroll_length', 10), ('batch_size', 4), ('entropy_cost', 0.001),
+                    ('lr_decay_multiplier', 0.), ('total_environment_frames', 5e5)]:
   FLAGS.set_default(name, value)
 
 
@@ -43,11 +50,10 @@ def create_agent(unused_action_space, unused_observation_space,
                              lstm_sizes=[int(size) for size in FLAGS.lstm_sizes])
 
 
-def create_optimizer(unused_final_iteration):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  learning_rate_fn = lambda iteration: FLAGS.learning_rate
-  optimizer = tf.keras.optimizers.Adam(FLAGS.learning_rate)
-  return optimizer, learning_rate_fn
+def create_optimizer(final_iteration):
+  from seed_rl.common import optimizers  # pylint: disable=g-import-not-at-top
+  return optimizers.adam_with_linear_decay(FLAGS.learning_rate, FLAGS.lr_decay_multiplier,
+                                           final_iteration)
 
 
 def main(argv):

@@ -58,6 +58,8 @@ def test_replay_buffer_larger_than_memory_is_refused_at_start(tmp_path):
 
 @pytest.mark.timeout(480)
 def test_r2d2_learns_cartpole_within_400k_frames(tmp_path):
+  # The entry point's defaults reach 475 within 500k frames in bench/learn_classic_control.py,
+  # late for some seeds (445k-483k); the suite asserts an earlier, reliable level.
   flags = _flags(tmp_path, num_eval_envs=1)
   with Processes(tmp_path) as processes:
     learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
@@ -68,10 +70,10 @@ def test_r2d2_learns_cartpole_within_400k_frames(tmp_path):
       log = learner.log()
       returns = episode_returns(learner, 'training')
       frames = frames_progress(learner)
-      if len(returns) >= 20 and np.mean(returns[-20:]) >= 150:
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 250:
         break
       if learner.popen.poll() is not None:
-        pytest.fail(f'no mean return of 150 over 20 episodes within 400k frames; last 20: '
+        pytest.fail(f'no mean return of 250 over 20 episodes within 400k frames; last 20: '
                     f'{returns[-20:]}; log tail:\n{log[-2000:]}')
       time.sleep(1)
     # Frames actors produced beyond those trained on: at most the unroll queue, the replay's

@@ -49,6 +49,10 @@ def test_n_step_bellman_target_reference_values():
 def test_envs_epsilon_endpoints():
   epsilons = learning.get_envs_epsilon(tf.constant([0, 9, 10, 11]), 10, 2, 1e-3).numpy()
   np.testing.assert_allclose(epsilons, [0.4, 0.4**8, 1e-3, 1e-3], rtol=1e-5)
+  # --exploration_epsilon and --exploration_alpha move both ends.
+  epsilons = learning.get_envs_epsilon(tf.constant([0, 4, 5]), 5, 1, 1e-3, epsilon=0.1,
+                                       alpha=3.).numpy()
+  np.testing.assert_allclose(epsilons, [0.1, 0.1**4, 1e-3], rtol=1e-5)
 
 
 def test_epsilon_greedy_rate_and_greedy_actions_kept():

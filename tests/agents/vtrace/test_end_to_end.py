@@ -122,11 +122,13 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / 'logdir')) == final_path
 
 
-@pytest.mark.timeout(480)
-def test_vtrace_learns_cartpole_within_400k_frames(tmp_path):
-  flags = _flags(tmp_path, num_envs=16, env_batch_size=8, inference_batch_size=8,
-                 unroll_length=20, batch_size=16, total_environment_frames=400000,
-                 entropy_cost=0.01, learning_rate=1e-3, mlp_sizes='64,64')
+@pytest.mark.timeout(600)
+def test_vtrace_learns_cartpole_to_475_within_500k_frames(tmp_path):
+  """The gym entry point's defaults (as bench/learn_classic_control.py runs them, where they
+  also stay above 450 over the budget's last 100k frames for 3 seeds)."""
+  flags = _flags(tmp_path, num_envs=16, env_batch_size=8, inference_batch_size=16,
+                 total_environment_frames=500000)
+  flags = [f for f in flags if not f.startswith(('--unroll_length=', '--batch_size='))]
   with Processes(tmp_path) as processes:
     learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
     for task in (0, 1):
@@ -134,14 +136,14 @@ def test_vtrace_learns_cartpole_within_400k_frames(tmp_path):
     while True:
       returns = episode_returns(learner)
       frames = frames_progress(learner)
-      if len(returns) >= 20 and np.mean(returns[-20:]) >= 150:
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 475:
         break
       if learner.popen.poll() is not None:
-        pytest.fail(f'no mean return of 150 over 20 episodes within 400k frames; last 20: '
+        pytest.fail(f'no mean return of 475 over 20 episodes within 500k frames; last 20: '
                     f'{returns[-20:]}; log tail:\n{learner.log()[-2000:]}')
       time.sleep(1)
     # Returns are logged just before the frame count, so `frames` bounds where they ended.
-    assert frames <= 400000
+    assert frames <= 500000
 
 
 @pytest.mark.timeout(240)
