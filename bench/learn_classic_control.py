@@ -18,6 +18,7 @@ band of the seeds per agent and environment (`seed_rl.plot`).
 
 import argparse
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -32,6 +33,7 @@ MODULE = 'seed_rl.environments.gym.{agent}_main'
 THRESHOLDS = {'CartPole-v1': 475., 'Acrobot-v1': -100., 'MountainCar-v0': -110.}
 WINDOW = 20
 FINAL_FRAMES = 100000
+_PROGRESS = re.compile(r'Progress: (\d+)/')
 
 
 def first_reached(frames: np.ndarray, returns: np.ndarray, threshold: float,
@@ -72,8 +74,10 @@ def run_one(agent: str, env_name: str, seed: int, args: argparse.Namespace,
   frames, returns = run.x('frames'), run.values
   minutes = run.x('time')
   index = first_reached(frames, returns, THRESHOLDS[env_name])
-  final = returns[frames > frames[-1] - FINAL_FRAMES] if frames.size else returns
-  return {'seed': seed, 'wall_s': wall, 'frames': int(frames[-1]) if frames.size else 0,
+  trained = _PROGRESS.findall((logdir / 'learner.log').read_text())
+  trained = int(trained[-1]) if trained else 0
+  final = returns[frames > trained - FINAL_FRAMES]
+  return {'seed': seed, 'wall_s': wall, 'frames': trained,
           'reached': None if index is None else (int(frames[index]), 60 * minutes[index]),
           'final_mean': float(np.mean(final)) if final.size else float('nan'),
           'logdir': str(logdir)}

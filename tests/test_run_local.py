@@ -36,8 +36,8 @@ def _run_local(*args, timeout=60, env=None):
     ([], 'Usage:'),
     (['gym', 'vtrace'], 'Usage:'),
     (['pong', 'vtrace', '2'], "unknown ENV 'pong'"),
-    (['gym', 'ppo', '2'], "unknown AGENT 'ppo'"),
-    (['mujoco', 'ppo', '2'], "unknown AGENT 'ppo'"),
+    (['gym', 'dqn', '2'], "unknown AGENT 'dqn'"),
+    (['atari', 'ppo', '2'], 'atari ppo is not available yet'),
     (['gym', 'sac', '2'], 'gym sac is not available yet'),
     (['gym', 'vtrace', '02'], "NUM_ACTORS must be a positive integer (at least one actor), "
                               "got '02'"),
@@ -215,9 +215,9 @@ def test_run_local_docker_without_an_engine_fails_clearly(engine, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_run_local_docker_checks_its_arguments_first():
-  result = _run_local('--docker', 'gym', 'ppo', '2', env={'DOCKER_HOST': 'unix:///nonexistent'})
+  result = _run_local('--docker', 'gym', 'dqn', '2', env={'DOCKER_HOST': 'unix:///nonexistent'})
   assert result.returncode != 0
-  assert "unknown AGENT 'ppo'" in result.stderr
+  assert "unknown AGENT 'dqn'" in result.stderr
 
 
 # -------------------------------------------------------------------------------------------
