@@ -29,9 +29,9 @@ class TrainingConfig:
     block_inference_on_training: inference waits while a training step runs, so that every
       unroll is acted by the latest weights (on-policy).
     clip_norm: global gradient norm clipping; None or 0: none.
-    num_envs, num_eval_envs: environments served, of which the last `num_eval_envs` evaluate.
-    total_environment_frames: the frame budget.
-    num_action_repeats: environment frames per agent step.
+
+  The environments, the frame budget and the rest are the runtime's flags, read from the
+  learner's config as for every agent.
   """
   batch_mode: str = 'split'
   batch_size: int = 2
@@ -40,19 +40,8 @@ class TrainingConfig:
   unroll_length: int = 100
   block_inference_on_training: bool = True
   clip_norm: float = None
-  num_envs: int = 4
-  num_eval_envs: int = 0
-  total_environment_frames: int = int(1e9)
-  num_action_repeats: int = 1
 
   @property
   def virtual_batch_size(self) -> int:
     """Unrolls one training step consumes."""
     return self.batch_size * self.batches_per_step
-
-  @property
-  def num_training_envs(self) -> int:
-    return self.num_envs - self.num_eval_envs
-
-  def is_training_env(self, env_id: int) -> bool:
-    return env_id < self.num_training_envs

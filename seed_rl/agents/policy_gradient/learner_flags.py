@@ -106,6 +106,4 @@ def training_config_from_flags(config: Any) -> learner_config.TrainingConfig:
       batch_mode=config.batch_mode, batch_size=batch_size, batches_per_step=batches_per_step,
       epochs_per_step=config.epochs_per_step, unroll_length=unroll_length,
       block_inference_on_training=config.block_inference_on_training,
-      clip_norm=config.clip_norm, num_envs=config.num_envs, num_eval_envs=config.num_eval_envs,
-      total_environment_frames=int(config.total_environment_frames),
-      num_action_repeats=config.num_action_repeats)
+      clip_norm=config.clip_norm)

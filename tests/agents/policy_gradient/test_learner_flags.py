@@ -55,15 +55,13 @@ def test_conflicting_or_indivisible_sizes_are_refused(kwargs, message):
 
 def test_training_config_from_flags():
   flags = types.SimpleNamespace(
-      num_envs=8, num_eval_envs=2, unroll_length=10, batch_size=0, batch_size_transitions=20,
+      num_envs=8, unroll_length=10, batch_size=0, batch_size_transitions=20,
       batches_per_step=1, step_size_unroll=0, step_size_transitions=80, epochs_per_step=3,
-      batch_mode='shuffle', block_inference_on_training=False, clip_norm=0.5,
-      total_environment_frames=1e5, num_action_repeats=1)
+      batch_mode='shuffle', block_inference_on_training=False, clip_norm=0.5)
   config = learner_flags.training_config_from_flags(flags)
   assert (config.batch_size, config.batches_per_step, config.virtual_batch_size) == (2, 4, 8)
   assert config.epochs_per_step == 3 and config.batch_mode == 'shuffle'
-  assert config.num_training_envs == 6 and config.is_training_env(5)
-  assert not config.is_training_env(6)
+  assert config.clip_norm == 0.5 and not config.block_inference_on_training
   flags.epochs_per_step = 0
   with pytest.raises(ValueError, match='--epochs_per_step must be positive'):
     learner_flags.training_config_from_flags(flags)
