@@ -69,7 +69,8 @@ setuptools.setup(
     license='Apache-2.0',
     python_requires='>=3.10',
     packages=setuptools.find_packages(include=['seed_rl', 'seed_rl.*']),
-    package_data={'seed_rl.grpc': ['*.proto']},
+    # ppo.gin: the PPO entry points' default configuration.
+    package_data={'seed_rl.grpc': ['*.proto'], 'seed_rl.environments.mujoco': ['gin/*.gin']},
     install_requires=CORE_REQUIRES,
     extras_require=EXTRAS,
 )
