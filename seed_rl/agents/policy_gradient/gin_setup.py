@@ -23,6 +23,7 @@ from seed_rl.agents.policy_gradient.modules import policy_regularizers
 from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.agents.policy_gradient.modules import running_statistics
 # pylint: enable=unused-import
+from seed_rl.common import optimizers
 
 PPO_GIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
                        'environments', 'mujoco', 'gin', 'ppo.gin')
@@ -66,6 +67,6 @@ def create_optimizer(final_iteration: int, learning_rate: float, lr_decay_multip
   """`optimizer_fn(learning_rate_fn)` whose learning rate decays linearly over the
   `final_iteration` optimizer steps to `learning_rate * lr_decay_multiplier` (constant when the
   multiplier is 1)."""
-  learning_rate_fn = tf.keras.optimizers.schedules.PolynomialDecay(
-      learning_rate, final_iteration, learning_rate * lr_decay_multiplier)
-  return optimizer_fn(learning_rate_fn), learning_rate_fn
+  learning_rate_fn = optimizers.linear_decay(learning_rate, lr_decay_multiplier, final_iteration)
+  rate = learning_rate if lr_decay_multiplier == 1 else learning_rate_fn
+  return optimizer_fn(rate), learning_rate_fn
