@@ -81,6 +81,18 @@ def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[A
   return stacked, new_state
 
 
+def nature_dqn_convs() -> list:
+  """The convolutions of the Nature-DQN torso (Mnih et al. 2015), named `conv_0` to `conv_2`.
+
+  32 filters 8x8 stride 4, 64 filters 4x4 stride 2, 64 filters 3x3 stride 1, valid padding and
+  ReLU each: 84x84 frames become 7x7x64. The R2D2 network and the benchmarks' feed-forward Atari
+  networks share them.
+  """
+  return [tf.keras.layers.Conv2D(filters, size, strides=stride, padding='valid',
+                                 activation='relu', name=f'conv_{i}')
+          for i, (filters, size, stride) in enumerate([(32, 8, 4), (64, 4, 2), (64, 3, 1)])]
+
+
 class DuelingLSTMDQNNet(tf.keras.Model):
   """The R2D2 network (Kapturowski et al. 2019) for Atari.
 
@@ -101,13 +113,7 @@ class DuelingLSTMDQNNet(tf.keras.Model):
     self._num_actions = int(num_actions)  # Gymnasium gives numpy integers; Keras wants int.
     self._observation_shape = observation_shape
     self._stack_size = stack_size
-    self._convs = networks.track_layers(self, '_conv', [
-        tf.keras.layers.Conv2D(32, 8, strides=4, padding='valid', activation='relu',
-                               name='conv_0'),
-        tf.keras.layers.Conv2D(64, 4, strides=2, padding='valid', activation='relu',
-                               name='conv_1'),
-        tf.keras.layers.Conv2D(64, 3, strides=1, padding='valid', activation='relu',
-                               name='conv_2')])
+    self._convs = networks.track_layers(self, '_conv', nature_dqn_convs())
     self._flatten = tf.keras.layers.Flatten()
     self._fc = tf.keras.layers.Dense(512, activation='relu', name='fc')
     self._core = tf.keras.layers.LSTMCell(512, name='core')

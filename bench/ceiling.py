@@ -1,0 +1,86 @@
+r"""The compute-only ceiling of an end-to-end run: its network's inference and training alone.
+
+The learner of a SEED pipeline runs the network twice for every environment step: once in an
+inference batch (the actors' actions) and once in a training step. `bench.ceiling_measurement`
+times both on synthetic inputs of the pipeline's shapes (no environment, no RPC) and this module
+turns the two timings into the frames/s of a machine that did nothing else:
+
+  ceiling = 1 / (inference_secs / frames_per_inference
+                 + training_step_secs / frames_per_training_step)
+
+- `frames_per_inference = inference_batch_size x num_action_repeats`: one inference call serves
+  one env step of each of its rows, and an env step is `num_action_repeats` frames.
+- `frames_per_training_step = unrolls_per_iteration x unroll_length x num_action_repeats`: the
+  new frames one training step consumes, as the learner counts them (V-trace: `batch_size`
+  unrolls; R2D2: `batch_size / replay_ratio` new unrolls, each replayed `replay_ratio` times on
+  average; burn-in and bootstrap steps overlap the neighbouring unrolls and are not new frames).
+
+End-to-end frames/s divided by this ceiling is the share of the network-compute bound that the
+pipeline reaches on the machine; the rest is environments, RPC and bookkeeping competing for the
+same CPUs. The bench's Atari entry points (`bench/atari_*_main.py`) measure it with
+`--measure_ceiling_secs` and print one line (`LINE_PREFIX` and JSON) that `parse_line` reads.
+
+This module imports no TensorFlow (actors import the entry points too).
+"""
+
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
+
+LINE_PREFIX = 'compute ceiling: '
+
+
+def ceiling_frames_per_sec(inference_secs: float, frames_per_inference: float,
+                           training_step_secs: float, frames_per_training_step: float) -> float:
+  """Frames/s if each frame cost only its share of an inference call and of a training step.
+
+  Raises:
+    ValueError: a timing is negative, a frame count not positive, or both timings are 0.
+  """
+  if min(frames_per_inference, frames_per_training_step) <= 0:
+    raise ValueError(f'frame counts must be positive, got {frames_per_inference} and '
+                     f'{frames_per_training_step}')
+  if min(inference_secs, training_step_secs) < 0 or inference_secs + training_step_secs == 0:
+    raise ValueError(f'timings must be non-negative and not both 0, got {inference_secs} and '
+                     f'{training_step_secs}')
+  return 1. / (inference_secs / frames_per_inference +
+               training_step_secs / frames_per_training_step)
+
+
+def parse_line(text: str) -> Optional[dict]:
+  """The measurement of the last `LINE_PREFIX` line of `text` (a process's output), or None."""
+  lines = [line for line in text.splitlines() if line.startswith(LINE_PREFIX)]
+  return json.loads(lines[-1][len(LINE_PREFIX):]) if lines else None
+
+
+def run_or_measure(argv: Sequence[str], measure_secs: float,
+                   create_env_fn: Callable[[int, Any], Any], learner_module: str,
+                   agent_class: str, create_agent_fn: Callable[..., Any],
+                   create_optimizer_fn: Callable[[int], Any], config: Any) -> None:
+  """What a bench entry point's `main` does: without `measure_secs` (0) the usual learner or
+  actor (`entry_point.run`); with it, no pipeline: time the agent's network for `measure_secs`
+  per part and print the `LINE_PREFIX` line.
+
+  Args:
+    argv: the arguments left by absl (only the program name is allowed).
+    measure_secs: seconds of inference calls and seconds of training steps to time; 0: run.
+    create_env_fn, learner_module, create_agent_fn, create_optimizer_fn: as `entry_point.run`.
+    agent_class: the name of the `LearnerAgent` class of `learner_module` (e.g. 'VTraceAgent'),
+      created on `create_agent_fn` and `config` in measuring mode only.
+    config: the learner's flags (absl `FLAGS`).
+  """
+  # pylint: disable=g-import-not-at-top
+  from absl import app
+  from seed_rl.common import entry_point
+  # pylint: enable=g-import-not-at-top
+  if measure_secs <= 0:
+    entry_point.run(argv, create_env_fn, learner_module, create_agent_fn, create_optimizer_fn)
+    return
+  if len(argv) > 1:
+    raise app.UsageError(f'Too many command-line arguments: {list(argv[1:])}')
+  from bench import ceiling_measurement  # pylint: disable=g-import-not-at-top
+  agent = getattr(importlib.import_module(learner_module), agent_class)(create_agent_fn, config)
+  result = ceiling_measurement.measure(agent, create_env_fn, create_optimizer_fn, config,
+                                       measure_secs)
+  print(LINE_PREFIX + json.dumps(result), flush=True)

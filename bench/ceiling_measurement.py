@@ -1,0 +1,152 @@
+"""Times an agent's network the way its learner runs it, without environments or RPC.
+
+`measure` builds the agent with the learner's own code (`learner_runtime`: devices, specs,
+networks; the optimizer of the entry point; `training.create_minimize`) and times:
+
+- inference: the agent's `policy` and `explore` on one batch of `inference_batch_size` rows, as
+  the learner's inference function calls them (on its inference device);
+- training: the agent's own `training_step` (V-trace: one optimizer step on a batch; R2D2: replay
+  insertion and prioritized sampling, the double-Q loss of the online and target networks,
+  priority updates, target copies) on synthetic unrolls of the learner's unroll shapes
+  (`burn_in + unroll_length + 1` steps, observations as the environment gives them).
+
+Synthetic unrolls hold random frames and floats and zero integers (actions, done flags): the
+network's cost does not depend on the values. `bench.ceiling` turns the timings into the
+compute-only ceiling in frames/s.
+"""
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from bench import ceiling
+from seed_rl.common import devices
+from seed_rl.common import progress_logger
+from seed_rl.common.learner_runtime import agent as agent_lib
+from seed_rl.common.learner_runtime import inference
+from seed_rl.common.learner_runtime import runtime
+from seed_rl.common.learner_runtime import training
+
+# Timed calls at least, however long each takes (after one untimed call that traces).
+_MIN_TIMED_CALLS = 2
+
+
+def synthetic_batch(specs: Any, rows: int) -> Any:
+  """A nest of `[rows, ...]` tensors matching `specs`: uint8 uniform in [0, 255], floats uniform
+  in [0, 1) (so that R2D2's priorities, its TD errors, are not all 0), everything else zeros."""
+  generator = tf.random.Generator.from_seed(0)
+
+  def make(spec: tf.TensorSpec) -> tf.Tensor:
+    shape = [rows] + spec.shape.as_list()
+    if spec.dtype == tf.uint8:
+      return tf.cast(generator.uniform(shape, 0, 256, tf.int32), tf.uint8)
+    if spec.dtype.is_floating:
+      return generator.uniform(shape, dtype=spec.dtype)
+    return tf.zeros(shape, spec.dtype)
+
+  return tf.nest.map_structure(make, specs)
+
+
+class SyntheticUnrollQueue(object):
+  """Stands in for the learner's unroll queue: `dequeue_many(n)` gives the first `n` rows of one
+  synthetic batch of unrolls (made once, so that making data is not timed)."""
+
+  def __init__(self, specs: Any, max_rows: int):
+    self.specs = specs
+    self._unrolls = synthetic_batch(specs, max_rows)
+
+  def dequeue_many(self, n: int) -> Any:
+    return tf.nest.map_structure(lambda t: t[:n], self._unrolls)
+
+
+def time_calls(fn: Callable[[], Any], seconds: float) -> float:
+  """Mean seconds of `fn()` over at least `seconds` (and `_MIN_TIMED_CALLS` calls), after one
+  untimed call (tracing, filling a replay)."""
+  fn()
+  calls = 0
+  start = time.perf_counter()
+  while calls < _MIN_TIMED_CALLS or time.perf_counter() - start < seconds:
+    fn()
+    calls += 1
+  return (time.perf_counter() - start) / calls
+
+
+def _inference_call(agent: agent_lib.LearnerAgent, specs: inference.Specs, rows: int,
+                    device: str) -> Callable[[], Any]:
+  """One inference batch of `rows` rows: the agent's policy and exploration, actions to host."""
+  prev_actions, env_outputs = synthetic_batch((specs.action, specs.env_output), rows)
+  agent_state = agent.initial_state(rows)
+  env_ids = tf.range(rows)
+
+  @tf.function
+  def infer(env_ids, prev_actions, env_outputs, agent_state):
+    with tf.device(device):
+      agent_outputs, new_agent_state = agent.policy(prev_actions, env_outputs, agent_state)
+    return agent.explore(env_ids, agent_outputs).action, new_agent_state
+
+  return lambda: infer(env_ids, prev_actions, env_outputs, agent_state)[0].numpy()
+
+
+def _training_call(agent: agent_lib.LearnerAgent, specs: inference.Specs,
+                   create_optimizer_fn: Callable[[int], Any], strategy: tf.distribute.Strategy,
+                   config: Any, frames_per_iteration: int) -> Callable[[], Any]:
+  """One training iteration of the agent on synthetic unrolls, with the entry point's optimizer
+  (its schedule spanning the frame budget, as in the learner)."""
+  unroll_specs = inference.EnvStates(1, 1, agent.unroll_length(), agent.burn_in,
+                                     specs).unroll_specs
+  agent.prepare_training(SyntheticUnrollQueue(
+      unroll_specs, max(agent.unrolls_per_iteration(), agent.minimize_batch_size())))
+  final_iteration = math.ceil(config.total_environment_frames / frames_per_iteration)
+  with strategy.scope():
+    optimizer, _ = create_optimizer_fn(final_iteration * agent.optimizer_steps_per_iteration())
+    optimizer.build(agent.trainable_variables)
+  minimize = training.create_minimize(strategy, agent, optimizer,
+                                      progress_logger.ProgressLogger())
+  iterations = itertools.count()
+
+  def train():
+    agent.training_step(minimize, next(iterations))
+    return optimizer.iterations.numpy()  # Waits for the step's updates.
+
+  return train
+
+
+def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
+            create_optimizer_fn: Callable[[int], Any], config: Any, seconds: float) -> dict:
+  """Times `agent`'s inference and training for `seconds` each, as configured by `config`.
+
+  Args:
+    agent: a new `LearnerAgent` (e.g. `VTraceAgent(create_agent, FLAGS)`).
+    create_env_fn: `(env_id, config) -> env`; created once for its spaces.
+    create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
+    config: the learner's flags; `inference_batch_size=-1` is resolved as the learner does.
+    seconds: time spent in timed calls of each part.
+
+  Returns:
+    dict with `inference_secs` (one batch), `inference_batch_size`, `frames_per_inference`,
+    `training_step_secs`, `frames_per_training_step` and `frames_per_sec` (the ceiling, see
+    `bench.ceiling`).
+  """
+  runtime.validate_config(config)
+  agent.validate_config()
+  settings = devices.init_learner(config.num_training_tpus)
+  specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config)
+  rows = config.inference_batch_size
+  frames_per_inference = rows * config.num_action_repeats
+  frames_per_training_step = (agent.unrolls_per_iteration() * agent.unroll_length() *
+                              config.num_action_repeats)
+  inference_secs = time_calls(
+      _inference_call(agent, specs, rows, settings.inference_devices[0]), seconds)
+  training_step_secs = time_calls(
+      _training_call(agent, specs, create_optimizer_fn, settings.strategy, config,
+                     frames_per_training_step), seconds)
+  return {
+      'inference_secs': inference_secs, 'inference_batch_size': rows,
+      'frames_per_inference': frames_per_inference, 'training_step_secs': training_step_secs,
+      'frames_per_training_step': frames_per_training_step,
+      'frames_per_sec': ceiling.ceiling_frames_per_sec(
+          inference_secs, frames_per_inference, training_step_secs, frames_per_training_step)}

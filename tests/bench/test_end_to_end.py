@@ -1,0 +1,79 @@
+"""bench/end_to_end.py's compute-only ceiling: the formula on given timings, its measurement by
+the bench's entry points with the minimal network and tiny shapes, and the command line."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from bench import ceiling
+from bench import end_to_end
+from tests.processes import ROOT
+
+
+def test_ceiling_adds_the_per_frame_costs_of_inference_and_training():
+  # 10 ms per inference of 1 env step x 4 frames, 0.5 s per training step of 4 x 20 x 4 frames:
+  # 2.5 ms + 1.5625 ms per frame.
+  assert ceiling.ceiling_frames_per_sec(0.01, 4, 0.5, 320) == pytest.approx(1 / 0.0040625,
+                                                                           rel=1e-12)
+  assert ceiling.ceiling_frames_per_sec(0.01, 4, 0., 320) == pytest.approx(400., rel=1e-12)
+  assert ceiling.ceiling_frames_per_sec(0., 4, 0.5, 320) == pytest.approx(640., rel=1e-12)
+  for bad in [(0.01, 0, 0.5, 320), (0.01, 4, 0.5, 0), (-0.01, 4, 0.5, 320), (0., 4, 0., 320)]:
+    with pytest.raises(ValueError):
+      ceiling.ceiling_frames_per_sec(*bad)
+
+
+def test_parse_line_reads_the_last_measurement():
+  text = ('noise\n' + ceiling.LINE_PREFIX + '{"frames_per_sec": 1.0}\n' +
+          ceiling.LINE_PREFIX + '{"frames_per_sec": 2.5}\nmore noise\n')
+  assert ceiling.parse_line(text) == {'frames_per_sec': 2.5}
+  assert ceiling.parse_line('no measurement\n') is None
+
+
+def test_command_line_and_entry_points():
+  args = end_to_end.parse_args([])
+  assert (args.agent, args.network) == ('vtrace', 'impala')
+  assert end_to_end.parse_args(['--minimal_network']).network == 'minimal'
+  args = end_to_end.parse_args(['--agent', 'r2d2', '--network', 'nature'])
+  assert (args.agent, args.network) == ('r2d2', 'nature')
+  with pytest.raises(SystemExit):
+    end_to_end.parse_args(['--network', 'resnet'])
+  assert end_to_end.entry_point('r2d2', 'impala') == ('seed_rl.environments.atari.r2d2_main', [])
+  assert end_to_end.entry_point('r2d2', 'impala', for_ceiling=True) == (
+      'bench.atari_r2d2_main', ['--network=impala'])
+  assert end_to_end.entry_point('vtrace', 'minimal') == (
+      'bench.atari_vtrace_main', ['--network=minimal'])
+
+
+@pytest.mark.timeout(180)
+def test_entry_points_measure_a_consistent_ceiling():
+  # 2 envs of 1: inference batches of max(1, 2 // 2) = 1 row; V-trace trains on 2 unrolls of 2
+  # steps, R2D2 inserts 2 / replay_ratio 1 = 2 new unrolls per step (of 1 + 2 + 1 steps).
+  flags = ['--network=minimal', '--measure_ceiling_secs=0.2', '--num_envs=2', '--unroll_length=2',
+           '--batch_size=2', '--num_action_repeats=4', '--game=Pong']
+  r2d2_flags = ['--burn_in=1', '--replay_ratio=1', '--replay_buffer_min_size=2']
+  processes = {agent: subprocess.Popen(
+      [sys.executable, '-m', f'bench.atari_{agent}_main'] + flags + extra, cwd=ROOT,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+      for agent, extra in [('vtrace', []), ('r2d2', r2d2_flags)]}
+  outputs = {}
+  try:
+    for agent, process in processes.items():
+      outputs[agent] = process.communicate(timeout=170)
+  finally:
+    for process in processes.values():
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+  for agent, (stdout, stderr) in outputs.items():
+    assert processes[agent].returncode == 0, (agent, stderr[-3000:])
+    result = ceiling.parse_line(stdout)
+    assert result is not None, (agent, stdout)
+    assert result['inference_batch_size'] == 1
+    assert result['frames_per_inference'] == 4
+    assert result['frames_per_training_step'] == 2 * 2 * 4
+    assert result['inference_secs'] > 0 and result['training_step_secs'] > 0
+    assert math.isfinite(result['frames_per_sec']) and result['frames_per_sec'] > 0
+    assert result['frames_per_sec'] == pytest.approx(ceiling.ceiling_frames_per_sec(
+        result['inference_secs'], 4, result['training_step_secs'], 16), rel=1e-9)
