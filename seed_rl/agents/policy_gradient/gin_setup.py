@@ -53,11 +53,20 @@ def parse_gin(gin_config: Optional[str], gin_bindings: Sequence[str]) -> None:
                                       [binding.replace('__', '/') for binding in gin_bindings])
 
 
-def create_agent(unused_action_space: Any, unused_observation_space: Any,
+def create_agent(action_space: Any, unused_observation_space: Any,
                  parametric_action_distribution: Any) -> Any:
-  """The gin-configured `ContinuousControlAgent` (any action space with a distribution)."""
+  """The gin-configured `ContinuousControlAgent` (any action space with a distribution).
+
+  A scale independent of the input (`std_independent_of_input`, on in ppo.gin) belongs to
+  continuous actions: the logits of discrete actions all come from the network, whatever gin
+  says.
+  """
+  if type(action_space).__name__ == 'Box':
+    return continuous_control_agent.ContinuousControlAgent(
+        parametric_action_distribution=parametric_action_distribution)
   return continuous_control_agent.ContinuousControlAgent(
-      parametric_action_distribution=parametric_action_distribution)
+      parametric_action_distribution=parametric_action_distribution,
+      std_independent_of_input=False)
 
 
 @gin.configurable
