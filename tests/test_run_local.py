@@ -140,7 +140,9 @@ def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path, presses):
     output = process.communicate(timeout=90)[0].decode()
     assert 'stopping' in output
     log = learner_log.read_text()
-    assert 'Signal 15 received' in log
+    # The learner shares the terminal's process group: Ctrl-C reaches it (2) as well as the
+    # SIGTERM of stop_local.sh (15), whichever comes first.
+    assert re.search(r'Signal (2|15) received: checkpointing and stopping', log)
     assert re.search(r'Saving checkpoint and SavedModel at iteration [1-9]', log)
     assert 'Training finished' in log
     assert subprocess.run(['pgrep', '-f', '--', f'--logdir={logdir}'],
