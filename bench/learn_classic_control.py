@@ -70,6 +70,8 @@ def run_one(agent: str, env_name: str, seed: int, args: argparse.Namespace,
   wall = time.time() - start
   if learner.returncode not in (0, None):
     print((logdir / 'learner.log').read_text()[-3000:], file=sys.stderr)
+    raise SystemExit(f'{agent} on {env_name}, seed {seed}: the learner exited with status '
+                     f'{learner.returncode} (its log above)')
   (run,) = plot.load_runs([str(logdir)], tag=args.tag, label_by='name')
   frames, returns = run.x('frames'), run.values
   minutes = run.x('time')
