@@ -61,12 +61,9 @@ def create_agent(action_space: Any, unused_observation_space: Any,
   continuous actions: the logits of discrete actions all come from the network, whatever gin
   says.
   """
-  if type(action_space).__name__ == 'Box':
-    return continuous_control_agent.ContinuousControlAgent(
-        parametric_action_distribution=parametric_action_distribution)
+  discrete = {} if type(action_space).__name__ == 'Box' else {'std_independent_of_input': False}
   return continuous_control_agent.ContinuousControlAgent(
-      parametric_action_distribution=parametric_action_distribution,
-      std_independent_of_input=False)
+      parametric_action_distribution=parametric_action_distribution, **discrete)
 
 
 @gin.configurable
