@@ -203,7 +203,8 @@ def play(env: Any, policy: Policy, num_episodes: int, seed: int | None = None,
       if terminated or truncated:
         break
     # The first step of the next episode carries done and the last reward of this one.
-    done, abandoned = True, bool(info.get('abandoned', False))
+    done = True
+    abandoned = bool(info.get('abandoned', False) or (truncated and not terminated))
     episode = Episode(episode_return, raw_return if has_raw_return else None, length)
     episodes.append(episode)
     if on_episode:

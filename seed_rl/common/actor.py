@@ -142,7 +142,9 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
         # Football gives the raw score apart from the (possibly shaped) reward.
         raw_reward[i] = info.get('score_reward', reward[i])
         episode_raw_return[i] += raw_reward[i]
-        abandoned[i] = info.get('abandoned', False)
+        # A time limit cuts the episode short: the learner must not take its last state's
+        # value as 0, as it would at a terminal state.
+        abandoned[i] = info.get('abandoned', False) or info.get('truncated', False)
         if abandoned[i] and not done[i]:
           raise ValueError(f'Environment {env_ids[i]} reported an abandoned episode that is '
                            'not done.')

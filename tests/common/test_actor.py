@@ -81,6 +81,35 @@ def test_valid_actions_run_the_requested_steps(tmp_path):
     server.shutdown()
 
 
+def test_a_time_limit_reaches_the_learner_as_abandoned_and_a_terminal_state_does_not(tmp_path):
+  seen = []  # (env id, done, abandoned) of every row the learner received.
+
+  def record(env_ids, done, abandoned):
+    seen.extend(zip(env_ids.numpy().tolist(), done.numpy().tolist(),
+                    abandoned.numpy().tolist()))
+    return 0
+
+  @tf.function(input_signature=_signature(2))
+  def inference(env_ids, unused_run_ids, env_outputs, unused_raw_rewards):
+    tf.py_function(record, [env_ids, env_outputs.done, env_outputs.abandoned], tf.int32)
+    return tf.constant([0, 1], tf.int64)  # Env 1 pushes its pole over in about 10 steps.
+
+  def create_env(env_id, config):
+    del config  # Env 0 is cut after 3 steps, before its pole can fall.
+    return gymnasium.make('CartPole-v1', max_episode_steps=3 if env_id == 0 else 500)
+
+  server = _serve(tmp_path, inference)
+  try:
+    actor.actor_loop(create_env, _config(tmp_path), max_steps=25)
+  finally:
+    server.shutdown()
+  ends = {env_id: [abandoned for i, done, abandoned in seen if i == env_id and done]
+          for env_id in (0, 1)}
+  assert len(ends[0]) >= 5 and all(ends[0]), seen
+  assert ends[1] and not any(ends[1]), seen
+  assert not any(abandoned for _, done, abandoned in seen if not done), seen
+
+
 @pytest.mark.parametrize('address, message', [
     ('localhost', 'is not host:port'),
     ('localhost:99999', 'is not host:port'),

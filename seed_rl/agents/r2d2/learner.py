@@ -79,6 +79,7 @@ class R2D2Agent(learner_runtime.LearnerAgent):
   """The R2D2 agent's part of the learner: epsilon-greedy acting, prioritized replay, double-Q
   n-step loss with a target network."""
   name = 'R2D2'
+  supports_abandoned_episodes = True
 
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
     super().__init__(config)

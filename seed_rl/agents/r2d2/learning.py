@@ -54,31 +54,45 @@ def _shift(x, steps: int):
   return tf.concat([x[steps:], tf.zeros_like(x[:steps])], axis=0)
 
 
-def n_step_bellman_target(rewards, done, q_target, gamma: float, n_steps: int):
+def n_step_bellman_target(rewards, done, q_target, gamma: float, n_steps: int,
+                          abandoned=None):
   """n-step targets `sum_{i<k} gamma^i r[t+i] + gamma^k q_target[t+k-1]`, k = min(n, T - t).
 
   Terms after an episode end (a `done` at t+i stops the sum after r[t+i] and drops the
   bootstrap) are masked out; near the end of the sequence the horizon shrinks. Reward and done
   at index t belong to the transition into step t, and q_target[t] is the value at step t.
+  An episode abandoned at t+i (cut short by a time limit: the state it reached is unknown, its
+  value is not 0) stops the sum before r[t+i] and bootstraps from q_target[t+i-1]; the target
+  of t itself (i = 0) is then meaningless and masked by the caller.
 
   Args:
     rewards, done, q_target: `[T, B]`.
     gamma: discount.
     n_steps: horizon n >= 1.
+    abandoned: `[T, B]` bool or None: the transition into step t ended its episode without a
+      terminal state (only counted where `done` is set too).
 
   Returns:
     `[T, B]` targets.
   """
   rewards = tf.convert_to_tensor(rewards, tf.float32)
   not_done = 1. - tf.cast(done, tf.float32)
+  cut = tf.zeros_like(rewards, tf.bool) if abandoned is None else tf.logical_and(
+      tf.cast(abandoned, tf.bool), tf.cast(done, tf.bool))
   q_target = tf.convert_to_tensor(q_target, tf.float32)
   time_index = tf.range(tf.shape(rewards)[0])[:, tf.newaxis]
   num_steps = tf.shape(rewards)[0]
   target = tf.zeros_like(rewards)
   bootstrap = tf.zeros_like(rewards)
   coefficient = tf.ones_like(rewards)  # gamma^i times the not-done flags crossed so far.
+  alive = tf.ones_like(cut)  # No abandoned episode end crossed so far.
   for i in range(n_steps):
     available = time_index + i < num_steps
+    cut_here = tf.logical_and(tf.logical_and(available, alive), _shift(cut, i))
+    if i:  # (At i = 0 the caller masks the target.)
+      bootstrap = tf.where(cut_here, coefficient * _shift(q_target, i - 1), bootstrap)
+    alive = tf.logical_and(alive, tf.logical_not(cut_here))
+    available = tf.logical_and(available, alive)
     target += tf.where(available, coefficient * _shift(rewards, i), 0.)
     next_coefficient = coefficient * gamma * _shift(not_done, i)
     bootstrap = tf.where(available, next_coefficient * _shift(q_target, i), bootstrap)
@@ -106,14 +120,17 @@ def compute_loss_and_priorities_from_agent_outputs(
       target_agent_output.q_values * tf.one_hot(best_actions, num_actions), axis=-1)
   target_q = inverse_value_function_rescaling(target_q, value_function_rescaling_epsilon)
   bellman_target = tf.stop_gradient(n_step_bellman_target(
-      env_outputs.reward, env_outputs.done, target_q, gamma, n_steps))
+      env_outputs.reward, env_outputs.done, target_q, gamma, n_steps, env_outputs.abandoned))
   # The target of Q at step t uses the reward and done flag stored with step t+1.
   bellman_target = value_function_rescaling(bellman_target[1:],
                                             value_function_rescaling_epsilon)
-  td_error = bellman_target - replay_q[:-1]
+  # A step right before an abandoned episode end has no target: it learns nothing.
+  learns = tf.cast(~(env_outputs.done[1:] & env_outputs.abandoned[1:]), tf.float32)
+  td_error = (bellman_target - replay_q[:-1]) * learns
   abs_td_error = tf.abs(td_error)
   priorities = (eta * tf.reduce_max(abs_td_error, axis=0) +
-                (1 - eta) * tf.reduce_mean(abs_td_error, axis=0))
+                (1 - eta) * tf.reduce_sum(abs_td_error, axis=0) /
+                tf.maximum(tf.reduce_sum(learns, axis=0), 1.))
   loss = 0.5 * tf.reduce_sum(tf.square(td_error), axis=0)
   return loss, priorities
 

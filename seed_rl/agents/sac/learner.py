@@ -70,6 +70,7 @@ class SACAgent(learner_runtime.LearnerAgent):
   """The SAC agent's part of the learner: sampled actions, uniform replay (with hindsight goal
   substitution when `her_window_length` is set), soft actor-critic loss, Polyak targets."""
   name = 'SAC'
+  supports_abandoned_episodes = True
 
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model],
                create_env_fn: Callable[[int, Any], Any], config: Any):

@@ -102,7 +102,10 @@ def compute_loss(parametric_action_distribution, agent, target_agent, agent_stat
   next_values = _next_values(parametric_action_distribution, agent, target_agent,
                              target_inputs, alpha, config.bootstrap_net)
   target_q = tf.stop_gradient(rewards + discounts * next_values)
-  q_error = q_old - target_q[..., tf.newaxis]
+  # A step right before an abandoned episode end (a time limit) has no target: the state it
+  # led to is unknown, its value not 0. Its Q learns nothing.
+  learns = tf.cast(~(env_outputs.done[1:] & env_outputs.abandoned[1:]), tf.float32)
+  q_error = (q_old - target_q[..., tf.newaxis]) * learns[..., tf.newaxis]
   q_loss = tf.reduce_mean(tf.square(q_error))
   mean_entropy = tf.reduce_mean(entropy)
   if config.target_entropy is not None:

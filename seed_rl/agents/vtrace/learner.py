@@ -24,6 +24,7 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
   """The V-trace agent's part of the learner: sampled actions (the mode in evaluation
   environments), V-trace loss on queued unrolls."""
   name = 'VTRACE'
+  supports_abandoned_episodes = True
 
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
     super().__init__(config)

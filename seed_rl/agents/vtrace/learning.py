@@ -11,6 +11,21 @@ import tensorflow as tf
 from seed_rl.common import vtrace
 
 
+def bootstrap_abandoned_steps(rewards, values, abandoned):
+  """Rewards in which each step followed by an abandoned episode end gets its own value.
+
+  An episode cut short (a time limit) after step t has a next state the learner never sees, so
+  its value is unknown, not 0. With the episode end's zero discount, reward `V(x_t)` makes the
+  step's TD error 0: its value target is its own value, its advantage 0, and no return flows
+  through it into earlier steps, which bootstrap from `V(x_t)` instead.
+
+  Args:
+    rewards, values: `[T, B]` float32, the reward following step t and the value of step t.
+    abandoned: `[T, B]` bool, the episode was abandoned right after step t.
+  """
+  return tf.where(abandoned, tf.stop_gradient(values), rewards)
+
+
 def compute_loss(parametric_action_distribution, agent, agent_state, prev_actions,
                  env_outputs, agent_outputs, entropy_cost: Callable[[], tf.Tensor],
                  config: Any) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
@@ -40,6 +55,8 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
   done = env_outputs.done[1:]
   if config.max_abs_reward:
     rewards = tf.clip_by_value(rewards, -config.max_abs_reward, config.max_abs_reward)
+  rewards = bootstrap_abandoned_steps(rewards, learner_outputs.baseline,
+                                      done & env_outputs.abandoned[1:])
   discounts = tf.cast(~done, tf.float32) * config.discounting
 
   target_dist = parametric_action_distribution(learner_outputs.policy_logits)

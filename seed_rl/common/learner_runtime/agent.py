@@ -37,7 +37,8 @@ class LearnerAgent(object):
     network: the policy network (a Keras model with `initial_state(batch_size)`); the runtime
       exports it and calls its `end_of_training_step_callback` after each step if it has one.
     supports_abandoned_episodes: whether actors may report episodes ended without a terminal
-      state (a time limit); the learner refuses them otherwise.
+      state (a time limit, whose last state has a value); otherwise the agent receives them as
+      terminal (`abandoned` False).
     inference_gate: an `InferenceGate` that inference passes through around the policy, for an
       agent whose training step must not overlap acting (on-policy); None: no gate.
   """

@@ -123,10 +123,8 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
                                  (env_outputs, raw_rewards)))
     stats.reset(envs_needing_reset)
     env_states.reset(envs_needing_reset, agent.initial_state)
-    if not agent.supports_abandoned_episodes:
-      tf.debugging.assert_equal(
-          tf.reduce_any(env_outputs.abandoned), False,
-          message=f'Abandoned done states are not supported in {agent.name}.')
+    if not agent.supports_abandoned_episodes:  # It takes them as terminal.
+      env_outputs = env_outputs._replace(abandoned=tf.zeros_like(env_outputs.abandoned))
     stats.update(env_ids, env_outputs, raw_rewards, num_action_repeats)
 
     prev_actions, prev_agent_states = env_states.read(env_ids)

@@ -2,9 +2,11 @@
 
 A request is refused (INVALID_ARGUMENT for that caller alone, the batch runs for the others)
 when its env ids are outside `[0, num_envs)` or repeated, when its rewards or float observations
-are not finite (NaN would poison the model), when it reports abandoned episodes the agent cannot
-handle, or when it comes from an actor that another actor with the same env ids has replaced
+are not finite (NaN would poison the model), when it marks an episode abandoned that is not
+done, or when it comes from an actor that another actor with the same env ids has replaced
 (two actors with the same --task alternating would otherwise reset those environments forever).
+Abandoned episodes (cut short by a time limit) reported to an agent that cannot bootstrap them
+are not refused: that agent treats them as terminal, and the learner warns once.
 """
 
 import threading
@@ -32,10 +34,12 @@ class InferenceInputCheck(object):
                         if name.startswith(('env_outputs.reward', 'env_outputs.observation',
                                             'raw_rewards'))]
     self._abandoned_arg = self._names.index('env_outputs.abandoned')
+    self._done_arg = self._names.index('env_outputs.done')
     self._lock = threading.Lock()
     self._run_ids = np.zeros(num_envs, np.int64)
     self._replaced_run_ids = np.zeros(num_envs, np.int64)
     self._warned_envs = set()
+    self._warned_abandoned = False
 
   def __call__(self, arrays: List[np.ndarray]) -> None:
     arrays = [np.asarray(a) for a in arrays]
@@ -51,9 +55,17 @@ class InferenceInputCheck(object):
                            f'{env_ids[~finite].tolist()}: refused so that it cannot reach the '
                            'model.')
     abandoned = arrays[self._abandoned_arg].astype(bool)
-    if abandoned.any() and not self._allow_abandoned:
-      raise ValueError(f'Abandoned episodes are not supported in {self._agent_name} (env ids '
-                       f'{env_ids[abandoned].tolist()}).')
+    not_done = abandoned & ~arrays[self._done_arg].astype(bool)
+    if not_done.any():
+      raise ValueError(f'env_outputs.abandoned is set without env_outputs.done for env ids '
+                       f'{env_ids[not_done].tolist()}: only an episode that ended can be '
+                       'abandoned.')
+    if not self._allow_abandoned and not self._warned_abandoned:
+      if abandoned.any():
+        self._warned_abandoned = True
+        logging.warning('%s does not support abandoned episodes (env ids %s were cut short, '
+                        'e.g. by a time limit): it treats them as terminal.', self._agent_name,
+                        env_ids[abandoned].tolist())
     self._check_run_ids(env_ids, run_ids)
 
   def _check_env_ids(self, env_ids: np.ndarray) -> None:

@@ -26,9 +26,12 @@ def test_value_function_rescaling_values_and_inverse():
       atol=2e-4)
 
 
-def _targets(rewards, done, q, n):
+def _targets(rewards, done, q, n, abandoned=None):
   column = lambda values: tf.constant(np.array(values, np.float32)[:, None])
-  return learning.n_step_bellman_target(column(rewards), column(done), column(q), 0.9, n)[:, 0]
+  if abandoned is not None:
+    abandoned = tf.constant(np.array(abandoned, bool)[:, None])
+  return learning.n_step_bellman_target(column(rewards), column(done), column(q), 0.9, n,
+                                        abandoned)[:, 0].numpy()
 
 
 def test_n_step_bellman_target_reference_values():
@@ -44,6 +47,37 @@ def test_n_step_bellman_target_reference_values():
                3),
       [1 + .9 * 2 + .81 * 3 + .729 * 300, 2 + .9 * 3 + .81 * 4, 3 + .9 * 4, 4,
        5 + .9 * 6 + .81 * 7 + .729 * 700, 6 + .9 * 7 + .81 * 700, 7 + .9 * 700], rtol=1e-6)
+
+
+def test_an_abandoned_episode_end_bootstraps_from_the_last_value_before_it():
+  rewards, q = [1, 2, 3, 4, 5, 6, 7], [100, 200, 300, 400, 500, 600, 700]
+  done = [0, 0, 0, 1, 0, 0, 0]
+  # The transition into index 3 was cut by a time limit: rewards up to index 2, then the value
+  # at index 2 (index 3 is the new episode's first step); index 3's own target is masked.
+  np.testing.assert_allclose(
+      _targets(rewards, done, q, 3, abandoned=[0, 0, 0, 1, 0, 0, 0])[[0, 1, 2, 4, 5, 6]],
+      [1 + .9 * 2 + .81 * 3 + .729 * 300, 2 + .9 * 3 + .81 * 300, 3 + .9 * 300,
+       5 + .9 * 6 + .81 * 7 + .729 * 700, 6 + .9 * 7 + .81 * 700, 7 + .9 * 700], rtol=1e-6)
+  # Abandoned without done is not an episode end; a terminal end is unchanged.
+  np.testing.assert_allclose(_targets(rewards, [0] * 7, q, 3, abandoned=[0, 0, 1, 0, 0, 0, 0]),
+                             _targets(rewards, [0] * 7, q, 3), rtol=1e-6)
+  np.testing.assert_allclose(_targets(rewards, done, q, 3, abandoned=[0] * 7),
+                             _targets(rewards, done, q, 3), rtol=1e-6)
+
+
+def test_the_step_before_an_abandoned_end_has_no_td_error_nor_priority():
+  # Steps 0..3 (the last only bootstraps), q = 0, n = 1: TD errors = h(rewards of 1..3); the
+  # episode was abandoned on the transition into step 2, so step 1 learns nothing.
+  q_values = tf.zeros([4, 1, 2])
+  outputs = AgentOutput(tf.zeros([4, 1], tf.int32), q_values)
+  flags = tf.constant([[False], [False], [True], [False]])
+  env_outputs = utils.EnvOutput(tf.constant([[0.], [3.], [50.], [8.]]), flags,
+                                tf.zeros([4, 1, 1]), flags, tf.zeros([4, 1], tf.int32))
+  loss, priorities = learning.compute_loss_and_priorities_from_agent_outputs(
+      outputs, outputs, env_outputs, outputs, 0.9, eta=0.9, n_steps=1)
+  td = learning.value_function_rescaling(tf.constant([3., 8.])).numpy()
+  np.testing.assert_allclose(priorities, [0.9 * td.max() + 0.1 * td.mean()], rtol=1e-5)
+  np.testing.assert_allclose(loss, [0.5 * np.sum(td**2)], rtol=1e-5)
 
 
 def test_envs_epsilon_endpoints():

@@ -141,12 +141,14 @@ def _inputs(goal_env, seed=0):
   done = np.zeros((T + 1, B), bool)
   done[0, :] = True  # Dropped by the loss (belongs to the action before the unroll).
   done[2, 0] = done[3, 1] = done[4, 1] = done[T, 2] = True
+  abandoned = np.zeros((T + 1, B), bool)
+  abandoned[3, 1] = True  # That episode was cut short (a time limit).
   return dict(
       observation=observation, goal=goal,
       prev_actions=rng.uniform(-1., 1., (T + 1, B, A)).astype(np.float32),
       agent_state=rng.randn(B).astype(np.float32),
       reward=rng.uniform(-3., 3., (T + 1, B)).astype(np.float32),
-      done=done,
+      done=done, abandoned=abandoned,
       agent_actions=rng.uniform(-1.5, 1.5, (T + 1, B, A)).astype(np.float32))
 
 
@@ -156,7 +158,7 @@ def _tf_args(inputs):
     observation = {'observation': observation, 'desired_goal': tf.constant(inputs['goal'])}
   env_outputs = EnvOutput(
       reward=tf.constant(inputs['reward']), done=tf.constant(inputs['done']),
-      observation=observation, abandoned=tf.zeros((T + 1, B), tf.bool),
+      observation=observation, abandoned=tf.constant(inputs['abandoned']),
       episode_step=tf.zeros((T + 1, B), tf.int32))
   return (tf.constant(inputs['agent_state']), tf.constant(inputs['prev_actions']), env_outputs,
           tf.constant(inputs['agent_actions']))
@@ -244,7 +246,8 @@ def _numpy_loss(online, target, inputs, alpha, config, reparametrizable):
     next_entropy = (0.5 * (_LOG_2PI + 1.) + next_raw).sum(-1)
     next_values = (target.q(x_target, next_action).min(-1) + alpha * next_entropy)[1:]
   target_q = rewards + discounts * next_values
-  q_loss = np.mean((q_old - target_q[..., None]) ** 2)
+  learns = ~(inputs['done'][1:] & inputs['abandoned'][1:])  # No target before a time limit.
+  q_loss = np.mean(((q_old - target_q[..., None]) * learns[..., None]) ** 2)
   mean_entropy = entropy.mean()
   adjustment = (0. if config.target_entropy is None else
                 alpha * (mean_entropy - config.target_entropy))

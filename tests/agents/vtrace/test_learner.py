@@ -61,7 +61,9 @@ def _inputs(with_done, seed=0):
   prev_actions = rng.randint(0, NUM_ACTIONS, size=(T + 1, B)).astype(np.int64)
   reward = rng.uniform(-3., 3., size=(T + 1, B)).astype(np.float32)
   done = np.zeros((T + 1, B), bool)
+  abandoned = np.zeros((T + 1, B), bool)
   if with_done:
+    abandoned[4, 1] = True  # That episode was cut short (a time limit).
     done[0, :] = True  # Dropped by the loss (belongs to the action before the unroll).
     done[2, 0] = True
     done[4, 1] = True
@@ -70,7 +72,7 @@ def _inputs(with_done, seed=0):
   actions = rng.randint(0, NUM_ACTIONS, size=(T + 1, B)).astype(np.int64)
   behaviour_logits = (1.5 * rng.randn(T + 1, B, NUM_ACTIONS)).astype(np.float32)
   return dict(observation=observation, prev_actions=prev_actions, reward=reward, done=done,
-              actions=actions, behaviour_logits=behaviour_logits)
+              abandoned=abandoned, actions=actions, behaviour_logits=behaviour_logits)
 
 
 def _log_softmax(logits):
@@ -82,8 +84,10 @@ def _take(log_probs, actions):
   return np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
 
 
-def _numpy_vtrace(target_logp, behaviour_logp, discounts, rewards, values, bootstrap, lambda_):
-  """V-trace targets and advantages by the backward recursion of IMPALA's definition."""
+def _numpy_vtrace(target_logp, behaviour_logp, discounts, rewards, values, bootstrap, lambda_,
+                  abandoned):
+  """V-trace targets and advantages by the backward recursion of IMPALA's definition; a step
+  right before an abandoned episode end learns nothing (TD error and advantage 0)."""
   rhos = np.exp(target_logp - behaviour_logp)
   rho_bar = np.minimum(1., rhos)
   pg_rho = np.minimum(1., rhos)
@@ -94,10 +98,11 @@ def _numpy_vtrace(target_logp, behaviour_logp, discounts, rewards, values, boots
   next_vs_minus_v = np.zeros_like(bootstrap)  # vs_T - V_T = 0 (V_T = bootstrap).
   for t in reversed(range(num_steps)):
     delta = rho_bar[t] * (rewards[t] + discounts[t] * next_values[t] - values[t])
+    delta *= 1 - abandoned[t]
     vs[t] = values[t] + delta + discounts[t] * cs[t] * next_vs_minus_v
     next_vs_minus_v = vs[t] - values[t]
   next_vs = np.concatenate([vs[1:], bootstrap[None]], axis=0)
-  pg_advantages = pg_rho * (rewards + discounts * next_vs - values)
+  pg_advantages = pg_rho * (rewards + discounts * next_vs - values) * (1 - abandoned)
   return vs, pg_advantages, rhos
 
 
@@ -121,7 +126,8 @@ def _numpy_loss(weights, inputs, entropy_cost, config):
   target_logp = _take(target_log_probs, actions)
   behaviour_logp = _take(_log_softmax(behaviour_logits), actions)
   vs, pg_advantages, rhos = _numpy_vtrace(target_logp, behaviour_logp, discounts, rewards,
-                                          values, bootstrap, config.lambda_)
+                                          values, bootstrap, config.lambda_,
+                                          inputs['abandoned'][1:])
 
   policy_loss = -np.mean(target_logp * pg_advantages)
   v_loss = config.baseline_cost * .5 * np.mean((vs - values) ** 2)
@@ -156,7 +162,7 @@ def _tf_args(inputs):
       reward=tf.constant(inputs['reward']),
       done=tf.constant(inputs['done']),
       observation=tf.constant(inputs['observation']),
-      abandoned=tf.zeros([T + 1, B], tf.bool),
+      abandoned=tf.constant(inputs['abandoned']),
       episode_step=tf.zeros([T + 1, B], tf.int32))
   behaviour_baseline = tf.fill([T + 1, B], 123.)  # Must not be used: values are the learner's.
   agent_outputs = AgentOutput(tf.constant(inputs['actions']),

@@ -46,9 +46,10 @@ _SPECS = inference.Specs(action=tf.TensorSpec([], tf.int32),
 class _Learner(object):
   """The inference function of 3 envs (env 2 evaluates), batches of 2, unrolls of 2 steps."""
 
-  def __init__(self, burn_in=0):
+  def __init__(self, burn_in=0, supports_abandoned_episodes=False):
     agent = _CountingAgent(config=None)
     agent.burn_in = burn_in
+    agent.supports_abandoned_episodes = supports_abandoned_episodes
     self.env_states = inference.EnvStates(num_envs=3, num_training_envs=2, unroll_length=2,
                                           burn_in=burn_in, specs=_SPECS)
     self.stats = episodes.EpisodeStats(3)
@@ -58,7 +59,7 @@ class _Learner(object):
                                                    num_action_repeats=1, device='/cpu:0')
 
   def step(self, env_ids, run_ids, rewards=(0., 0.), abandoned=(False, False)):
-    env_outputs = EnvOutput(tf.constant(rewards), tf.zeros([2], tf.bool), tf.zeros([2, 1]),
+    env_outputs = EnvOutput(tf.constant(rewards), tf.constant(abandoned), tf.zeros([2, 1]),
                             tf.constant(abandoned), tf.zeros([2], tf.int32))
     return self.inference(tf.constant(env_ids, tf.int32), tf.constant(run_ids, tf.int64),
                           env_outputs, tf.constant(rewards)).numpy().tolist()
@@ -130,11 +131,15 @@ def test_evaluation_envs_act_but_never_fill_unrolls():
   assert set(np.unique(unrolls.agent_outputs.action // 1000)) == {0}
 
 
-def test_abandoned_episodes_are_refused_with_the_agent_name():
-  learner = _Learner()
-  with pytest.raises(tf.errors.InvalidArgumentError,
-                     match='Abandoned done states are not supported in COUNTING'):
+@pytest.mark.parametrize('supported', [True, False])
+def test_abandoned_episodes_reach_the_unrolls_only_of_an_agent_that_supports_them(supported):
+  learner = _Learner(supports_abandoned_episodes=supported)
+  for _ in range(3):
     learner.step([0, 1], [5, 6], abandoned=(True, False))
+  unrolls = learner.unrolls()
+  np.testing.assert_array_equal(unrolls.env_outputs.done, [[True] * 3, [False] * 3])
+  np.testing.assert_array_equal(unrolls.env_outputs.abandoned,
+                                [[supported] * 3, [False] * 3])
 
 
 def test_concurrent_calls_for_the_same_env_ids_never_corrupt_the_unroll_store():
