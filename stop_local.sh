@@ -31,7 +31,7 @@ wait_gone() {  # wait_gone SECONDS PID... : wait until all PIDs exited or time r
   local pid
   while [ "$SECONDS" -lt "$deadline" ]; do
     local alive=0
-    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    for pid in "$@"; do seed_rl_pid_alive "$pid" && alive=1; done
     [ "$alive" = 0 ] && return 0
     sleep 0.2
   done

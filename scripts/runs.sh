@@ -30,10 +30,13 @@ seed_rl_pid_start() {
   stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
   [ -n "$stat" ] || return 1
   read -r -a fields <<< "${stat##*) }"
+  case "${fields[0]}" in Z|X) return 1;; esac  # Exited; only its parent has not reaped it yet.
   echo "${fields[19]}"
 }
 
-# Does process $1 still run, and is it the one that started at $2 (when $2 is given)?
+# Does process $1 still run, and is it the one that started at $2 (when $2 is given)? A zombie
+# (exited, its parent not waiting yet, e.g. a script's caller that waits for the script first)
+# does not run.
 seed_rl_pid_alive() {
   local start
   start="$(seed_rl_pid_start "$1")" || return 1
