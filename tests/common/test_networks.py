@@ -180,6 +180,8 @@ _NETWORKS = {
                    ('policy_logits', 'baseline')),
     'RecurrentQNetwork': (lambda: gym_networks.RecurrentQNetwork(3, (8,), 4), _r2d2_call, (4,),
                           tf.int32, ('action', 'q_values')),
+    'RecurrentQNetwork without LSTM': (lambda: gym_networks.RecurrentQNetwork(3, (8,), 0),
+                                       _r2d2_call, (4,), tf.int32, ('action', 'q_values')),
     'DuelingLSTMDQNNet': (lambda: atari_networks.DuelingLSTMDQNNet(3, (36, 36, 1), 2),
                           _r2d2_call, (36, 36, 1), tf.int32, ('action', 'q_values')),
 }

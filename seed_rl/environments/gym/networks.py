@@ -1,4 +1,4 @@
-"""A small recurrent Q-network for R2D2 on Gymnasium environments (vector observations)."""
+"""A small (recurrent) Q-network for R2D2 on Gymnasium environments (vector observations)."""
 
 import collections
 from typing import Sequence
@@ -11,7 +11,8 @@ AgentOutput = collections.namedtuple('AgentOutput', 'action q_values')
 
 
 class RecurrentQNetwork(tf.keras.Model):
-  """MLP torso on the observation, reward and one-hot previous action; an LSTM; dueling head.
+  """MLP torso on the observation, reward and one-hot previous action; an LSTM (none when
+  `lstm_size` is 0: a feed-forward Q-network, whose state is `()`); dueling head.
 
   Called as `agent((prev_actions, env_outputs), core_state, unroll=False)` like the Atari
   R2D2 network: `[B, ...]` inputs for one step, time-major `[T, B, ...]` with `unroll`;
@@ -25,14 +26,16 @@ class RecurrentQNetwork(tf.keras.Model):
     self._num_actions = int(num_actions)
     self._mlp = networks.track_layers(self, '_mlp', [
         tf.keras.layers.Dense(size, activation='relu') for size in mlp_sizes])
-    self._cell = tf.keras.layers.LSTMCell(lstm_size)
+    self._cells = [tf.keras.layers.LSTMCell(lstm_size)] if lstm_size else []
+    if self._cells:
+      self._cell = self._cells[0]  # The checkpoints' name of the LSTM.
     self._value = tf.keras.layers.Dense(1, name='value')
     self._advantage = tf.keras.layers.Dense(self._num_actions, use_bias=False,
                                             name='advantage')
 
   def initial_state(self, batch_size):
-    units = self._cell.units
-    return ((tf.zeros([batch_size, units]), tf.zeros([batch_size, units])),)
+    return tuple((tf.zeros([batch_size, cell.units]), tf.zeros([batch_size, cell.units]))
+                 for cell in self._cells)
 
   def _torso(self, prev_actions, env_outputs):
     observation = tf.cast(env_outputs.observation, tf.float32)
@@ -50,8 +53,10 @@ class RecurrentQNetwork(tf.keras.Model):
     return AgentOutput(tf.argmax(q_values, axis=-1, output_type=tf.int32), q_values)
 
   def _core(self, torso_outputs, done, core_state):
+    if not self._cells:
+      return torso_outputs, core_state
     return networks.unroll_recurrent(
-        networks.lstm_stack_step([self._cell]), torso_outputs, done, core_state,
+        networks.lstm_stack_step(self._cells), torso_outputs, done, core_state,
         self.initial_state(tf.shape(done)[1]))
 
   def call(self, inputs, core_state, unroll=False):

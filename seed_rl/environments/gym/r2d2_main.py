@@ -22,7 +22,7 @@ flags.DEFINE_float('lr_decay_multiplier', 1.,
                    'over the frame budget (1: constant).')
 flags.DEFINE_float('adam_epsilon', 1e-3, 'Adam epsilon.')
 flags.DEFINE_list('mlp_sizes', ['64'], 'Hidden layer sizes of the MLP torso.')
-flags.DEFINE_integer('lstm_size', 64, 'Units of the LSTM.')
+flags.DEFINE_integer('lstm_size', 64, 'Units of the LSTM (0: none, a feed-forward Q-network).')
 
 # The learner's defaults are the original's, sized for Atari; these suit classic control,
 # measured on CartPole-v1 with 2 actors x 8 envs over 3 seeds (README, "The classic-control
