@@ -15,13 +15,13 @@ A ratio below 1 means XLA is faster.
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium
 import tensorflow as tf
 
+from bench import ceiling_measurement
 from bench import nature_networks
 from seed_rl.agents.vtrace import networks
 from seed_rl.common import parametric_distribution
@@ -87,19 +87,6 @@ def training_gradient(network: tf.keras.Model, batch_size: int, unroll_length: i
   return lambda: [g.numpy() for g in gradient(prev_actions, env_outputs, state)]
 
 
-def seconds_per_call(fn: Callable[[], Any], seconds: float) -> float:
-  """Mean seconds of `fn()` over at least `seconds` and 2 calls, after 2 untimed calls (tracing
-  and compiling)."""
-  fn()
-  fn()
-  calls = 0
-  start = time.perf_counter()
-  while calls < 2 or time.perf_counter() - start < seconds:
-    fn()
-    calls += 1
-  return (time.perf_counter() - start) / calls
-
-
 def measure(args: argparse.Namespace) -> dict[str, dict[bool, float]]:
   """Median seconds per call of each part, with (True) and without (False) XLA."""
   network = create_network(args.network)
@@ -114,7 +101,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[bool, float]]:
     times = {False: [], True: []}
     for _ in range(args.repeats):
       for jit in (False, True):
-        times[jit].append(seconds_per_call(calls[jit], args.seconds))
+        times[jit].append(ceiling_measurement.time_calls(calls[jit], args.seconds))
     results[part] = {jit: statistics.median(values) for jit, values in times.items()}
   return results
 

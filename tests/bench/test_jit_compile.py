@@ -1,6 +1,8 @@
 """bench/jit_compile.py: both networks run both ways on tiny shapes, XLA computes what the
 default does, and the report names each part with its ratio."""
 
+import argparse
+
 import numpy as np
 import pytest
 
@@ -21,8 +23,8 @@ def test_xla_and_default_compute_the_same_gradient(network):
 
 
 def test_measure_times_both_parts_both_ways_and_reports_the_ratio():
-  args = type('Args', (), dict(network='nature', inference_batch_size=2, batch_size=2,
-                               unroll_length=2, seconds=0.05, repeats=1))()
+  args = argparse.Namespace(network='nature', inference_batch_size=2, batch_size=2,
+                            unroll_length=2, seconds=0.05, repeats=1)
   results = jit_compile.measure(args)
   assert set(results) == {'inference', 'training'}
   for times in results.values():

@@ -60,12 +60,11 @@ class InferenceInputCheck(object):
       raise ValueError(f'env_outputs.abandoned is set without env_outputs.done for env ids '
                        f'{env_ids[not_done].tolist()}: only an episode that ended can be '
                        'abandoned.')
-    if not self._allow_abandoned and not self._warned_abandoned:
-      if abandoned.any():
-        self._warned_abandoned = True
-        logging.warning('%s does not support abandoned episodes (env ids %s were cut short, '
-                        'e.g. by a time limit): it treats them as terminal.', self._agent_name,
-                        env_ids[abandoned].tolist())
+    if abandoned.any() and not (self._allow_abandoned or self._warned_abandoned):
+      self._warned_abandoned = True
+      logging.warning('%s does not support abandoned episodes (env ids %s were cut short, '
+                      'e.g. by a time limit): it treats them as terminal.', self._agent_name,
+                      env_ids[abandoned].tolist())
     self._check_run_ids(env_ids, run_ids)
 
   def _check_env_ids(self, env_ids: np.ndarray) -> None:
