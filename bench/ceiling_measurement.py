@@ -96,8 +96,8 @@ def _training_call(agent: agent_lib.LearnerAgent, specs: inference.Specs,
                    config: Any, frames_per_iteration: int) -> Callable[[], Any]:
   """One training iteration of the agent on synthetic unrolls, with the entry point's optimizer
   (its schedule spanning the frame budget, as in the learner)."""
-  unroll_specs = inference.EnvStates(1, 1, agent.unroll_length(), agent.burn_in,
-                                     specs).unroll_specs
+  unroll_specs = inference.EnvStates(1, 1, agent.unroll_length(), agent.burn_in, specs,
+                                     tf.Variable(0, dtype=tf.int64)).unroll_specs
   agent.prepare_training(SyntheticUnrollQueue(
       unroll_specs, max(agent.unrolls_per_iteration(), agent.minimize_batch_size())))
   final_iteration = math.ceil(config.total_environment_frames / frames_per_iteration)

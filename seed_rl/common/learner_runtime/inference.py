@@ -7,7 +7,7 @@ completed one (blocking when the queue is full: back-pressure on the actors).
 """
 
 import collections
-from typing import Any, Callable
+from typing import Any, Callable, Tuple
 
 import tensorflow as tf
 
@@ -31,8 +31,11 @@ class EnvStates(tf.Module):
   recurrent state at its start."""
 
   def __init__(self, num_envs: int, num_training_envs: int, unroll_length: int,
-               burn_in: int, specs: Specs):
+               burn_in: int, specs: Specs, iterations: tf.Variable):
+    """`iterations` is the learner's count of training iterations: the version of the policy
+    that acts, with which each unroll is stamped."""
     super().__init__(name='env_states')
+    self._iterations = iterations
     self.num_training_envs = num_training_envs
     self.run_ids = env_state.PerEnvState(num_envs, tf.TensorSpec([], tf.int64), 'env_run_ids')
     self._agent_states = env_state.PerEnvState(num_envs, specs.agent_state, 'agent_states')
@@ -46,6 +49,9 @@ class EnvStates(tf.Module):
                                                      'first_agent_states')
     self._next_first_agent_states = env_state.PerEnvState(num_training_envs, specs.agent_state,
                                                           'next_first_agent_states')
+    # The iteration at which the first trained step of each training env's unroll was acted.
+    self._first_step_iterations = env_state.PerEnvState(
+        num_training_envs, tf.TensorSpec([], tf.int64), 'first_step_iterations')
     self.unroll_specs = Unroll(specs.agent_state, *self._store.unroll_specs)
     # Batches run concurrently, and calls for the same env ids (a client repeating another's)
     # must not interleave the read-modify-write of an env's position in its unroll.
@@ -62,6 +68,7 @@ class EnvStates(tf.Module):
       self._store.reset(training_ids)
       self._first_agent_states.replace(training_ids, initial_states)
       self._next_first_agent_states.replace(training_ids, initial_states)
+      self._first_step_iterations.replace(training_ids, self._fill_iteration(training_ids))
       return tf.constant(0)
 
     self._unroll_lock.execute(reset_unrolls)
@@ -74,8 +81,13 @@ class EnvStates(tf.Module):
     self._actions.replace(env_ids, actions)
     self._agent_states.replace(env_ids, agent_states)
 
-  def append(self, env_ids, prev_agent_states, step) -> Unroll:
-    """Appends one step of each training env among `env_ids`; returns the completed unrolls.
+  def _fill_iteration(self, env_ids) -> tf.Tensor:
+    return tf.fill(tf.shape(env_ids), tf.cast(self._iterations, tf.int64))
+
+  def append(self, env_ids, prev_agent_states, step) -> Tuple[Unroll, tf.Tensor]:
+    """Appends one step of each training env among `env_ids`; returns the completed unrolls
+    and, for each, the training iteration at which its first trained step was acted (its last
+    step is acted now).
 
     Args:
       env_ids: `[N]` environment ids.
@@ -88,7 +100,7 @@ class EnvStates(tf.Module):
     return self._unroll_lock.execute(
         lambda: self._append_training_steps(env_ids, prev_agent_states, step))
 
-  def _append_training_steps(self, env_ids, prev_agent_states, step) -> Unroll:
+  def _append_training_steps(self, env_ids, prev_agent_states, step) -> Tuple[Unroll, tf.Tensor]:
     starts_next = self._store.starts_next_unroll(env_ids)
     self._next_first_agent_states.replace(
         tf.boolean_mask(env_ids, starts_next),
@@ -97,7 +109,10 @@ class EnvStates(tf.Module):
     unrolls = Unroll(self._first_agent_states.read(completed_ids), *unrolls)
     self._first_agent_states.replace(completed_ids,
                                      self._next_first_agent_states.read(completed_ids))
-    return unrolls
+    # Consecutive unrolls share their boundary step, the first one the next unroll trains on.
+    first_step_iterations = self._first_step_iterations.read(completed_ids)
+    self._first_step_iterations.replace(completed_ids, self._fill_iteration(completed_ids))
+    return unrolls, first_step_iterations
 
 
 def _finite_rows(nest) -> tf.Tensor:
@@ -143,7 +158,7 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
     env_ids, prev_agent_states, step, agent_states = tf.nest.map_structure(
         lambda t: tf.boolean_mask(t, finite),
         (env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs), agent_states))
-    unroll_queue.enqueue_many(env_states.append(env_ids, prev_agent_states, step))
+    unroll_queue.enqueue_many(*env_states.append(env_ids, prev_agent_states, step))
     env_states.update(env_ids, step[2].action, agent_states)
     # Dropped rows (a dead actor's last call) get action 0; nobody waits for them.
     return restarts.scatter_rows(kept_rows, step[2].action, batch_size)

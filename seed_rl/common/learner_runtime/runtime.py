@@ -22,7 +22,6 @@ from seed_rl.common import devices
 from seed_rl.common import config_checks
 from seed_rl.common import profiling
 from seed_rl.common import progress_logger
-from seed_rl.common import queues
 from seed_rl.common import specs as specs_lib
 from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import checkpoints
@@ -33,6 +32,7 @@ from seed_rl.common.learner_runtime import lifecycle
 from seed_rl.common.learner_runtime import run_record
 from seed_rl.common.learner_runtime import starvation
 from seed_rl.common.learner_runtime import training
+from seed_rl.common.learner_runtime import unroll_queue
 
 # Training steps averaged into one point of the `timing/...` summaries.
 _TIMING_WINDOW = 20
@@ -152,12 +152,13 @@ class _Learner(object):
     num_training_envs = config.num_envs - config.num_eval_envs
     self._env_states = inference.EnvStates(config.num_envs, num_training_envs,
                                            self._agent.unroll_length(), self._agent.burn_in,
-                                           self._specs)
+                                           self._specs, self._iterations)
     self._episode_stats = episodes.EpisodeStats(config.num_envs)
     self._episode_reporter = episodes.EpisodeReporter(num_training_envs,
                                                       config.log_episode_frequency)
-    self._unroll_queue = queues.StructuredFIFOQueue(self._agent.unroll_queue_capacity(),
-                                                    self._env_states.unroll_specs)
+    self._unroll_queue = unroll_queue.UnrollQueue(self._agent.unroll_queue_capacity(),
+                                                  self._env_states.unroll_specs,
+                                                  self._iterations)
     self._agent.prepare_training(self._unroll_queue)
 
   def _start_server(self):
@@ -186,6 +187,7 @@ class _Learner(object):
       self._logged_frames, self._trained = frames, True
       tf.summary.scalar('learning_rate', self._learning_rate_fn(self._optimizer.iterations))
       self._agent.write_summaries()
+      self._unroll_queue.write_summaries()
       logging.info('Progress: %d/%d environment frames', frames,
                    int(self._config.total_environment_frames))
     elif not self._trained and now - self._last_waiting_line >= _WAITING_LINE_PERIOD_SECS:

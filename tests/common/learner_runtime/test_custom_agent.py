@@ -122,6 +122,11 @@ def test_a_new_agent_trains_through_the_runtime(tmp_path):
   scalars = read_scalars(config.logdir)
   assert {'losses/policy', 'losses/value', 'policy/entropy', 'gradient_norm_before_clip',
           'learning_rate', 'episode_return', 'timing/training_step_secs',
-          'timing/minimize_secs'} <= set(scalars)
+          'timing/minimize_secs', 'policy_lag/first_step_mean', 'policy_lag/first_step_max',
+          'policy_lag/last_step_mean'} <= set(scalars)
+  # Iterations between acting and training: none negative, the first step the oldest.
+  for (_, first), (_, last) in zip(scalars['policy_lag/first_step_mean'],
+                                   scalars['policy_lag/last_step_mean']):
+    assert first >= last >= 0
   assert [step for step, _ in scalars['timing/minimize_secs']] == [400, 800]
   assert all(np.isfinite(value) for _, value in scalars['losses/value'])

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import queues
 from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import inference
+from seed_rl.common.learner_runtime import unroll_queue
 from seed_rl.common.structures import EnvOutput
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,10 +50,12 @@ class _Learner(object):
     agent = _CountingAgent(config=None)
     agent.burn_in = burn_in
     agent.supports_abandoned_episodes = supports_abandoned_episodes
+    self.iterations = tf.Variable(0, dtype=tf.int64)  # The policy version.
     self.env_states = inference.EnvStates(num_envs=3, num_training_envs=2, unroll_length=2,
-                                          burn_in=burn_in, specs=_SPECS)
+                                          burn_in=burn_in, specs=_SPECS,
+                                          iterations=self.iterations)
     self.stats = episodes.EpisodeStats(3)
-    self.queue = queues.StructuredFIFOQueue(-1, self.env_states.unroll_specs)
+    self.queue = unroll_queue.UnrollQueue(-1, self.env_states.unroll_specs, self.iterations)
     self.inference = inference.create_inference_fn(agent, self.env_states, self.stats,
                                                    self.queue, _SPECS, batch_size=2,
                                                    num_action_repeats=1, device='/cpu:0')
@@ -86,6 +88,19 @@ def test_unrolls_carry_the_state_before_their_first_step_and_share_the_boundary_
   np.testing.assert_array_equal(unrolls.agent_outputs.action,
                                 [[1, 2, 3], [1001, 1002, 1003], [3, 4, 5], [1003, 1004, 1005]])
   np.testing.assert_array_equal(unrolls.prev_actions[:2], [[0, 1, 2], [0, 1001, 1002]])
+
+
+def test_unrolls_are_stamped_with_the_iterations_that_acted_them_and_lag_is_measured():
+  learner = _Learner()
+  for iteration in range(5):  # Training goes on while the envs act.
+    learner.iterations.assign(iteration)
+    learner.step([0, 1], [5, 6])
+  assert learner.queue.policy_lag() == {}
+  learner.iterations.assign(6)
+  learner.unrolls()
+  # Unroll 1 of each env was acted at iterations 0-2, unroll 2 (from the shared step) at 2-4.
+  assert learner.queue.policy_lag() == {'first_step_mean': 5., 'first_step_max': 6.,
+                                        'last_step_mean': 3.}
 
 
 def test_burn_in_unrolls_start_from_the_state_before_their_burn_in():
@@ -182,8 +197,9 @@ def test_a_row_with_non_finite_outputs_restarts_its_env_and_is_never_stored():
   specs = _SPECS._replace(agent_output=ValuedOutput(tf.TensorSpec([], tf.int32),
                                                     tf.TensorSpec([], tf.float32)))
   learner = _Learner()
-  learner.env_states = inference.EnvStates(3, 2, 2, 0, specs)
-  learner.queue = queues.StructuredFIFOQueue(-1, learner.env_states.unroll_specs)
+  learner.env_states = inference.EnvStates(3, 2, 2, 0, specs, learner.iterations)
+  learner.queue = unroll_queue.UnrollQueue(-1, learner.env_states.unroll_specs,
+                                           learner.iterations)
   learner.inference = inference.create_inference_fn(
       _OverflowingAgent(config=None), learner.env_states, learner.stats, learner.queue, specs,
       batch_size=2, num_action_repeats=1, device='/cpu:0')
