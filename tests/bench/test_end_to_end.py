@@ -46,6 +46,22 @@ def test_command_line_and_entry_points():
       'bench.atari_vtrace_main', ['--network=minimal'])
 
 
+def test_queue_size_reaches_the_learner_and_the_policy_lag_is_read_from_its_log(tmp_path):
+  args = end_to_end.parse_args(['--unroll_queue_max_size', '64'])
+  assert '--unroll_queue_max_size=64' in end_to_end.learner_flags(args, tmp_path)
+  assert not any('unroll_queue' in flag
+                 for flag in end_to_end.learner_flags(end_to_end.parse_args([]), tmp_path))
+  log = ('I1204 10:00:01.000000 1 runtime.py:1] Progress: 40/100 environment frames '
+         '(policy lag 9.0 iterations, at most 12)\n'
+         'I1204 10:00:05.000000 1 runtime.py:1] Progress: 80/100 environment frames '
+         '(policy lag 2.5 iterations, at most 4)\n'
+         'I1204 10:00:06.000000 1 runtime.py:1] Progress: 90/100 environment frames '
+         '(policy lag 3.5 iterations, at most 4)\n')
+  lags = end_to_end._timestamped(log, end_to_end.POLICY_LAG)
+  assert end_to_end._mean(lags, start=10 * 3600 + 2) == 3.0  # The window's lines only.
+  assert math.isnan(end_to_end._mean(lags, start=10 * 3600 + 7))
+
+
 @pytest.mark.timeout(180)
 def test_entry_points_measure_a_consistent_ceiling():
   # 2 envs of 1: inference batches of max(1, 2 // 2) = 1 row; V-trace trains on 2 unrolls of 2

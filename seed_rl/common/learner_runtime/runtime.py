@@ -188,8 +188,11 @@ class _Learner(object):
       tf.summary.scalar('learning_rate', self._learning_rate_fn(self._optimizer.iterations))
       self._agent.write_summaries()
       self._unroll_queue.write_summaries()
-      logging.info('Progress: %d/%d environment frames', frames,
-                   int(self._config.total_environment_frames))
+      lag = self._unroll_queue.policy_lag()
+      logging.info('Progress: %d/%d environment frames%s', frames,
+                   int(self._config.total_environment_frames),
+                   f' (policy lag {lag["first_step_mean"]:.1f} iterations, at most '
+                   f'{lag["first_step_max"]:.0f})' if lag else '')
     elif not self._trained and now - self._last_waiting_line >= _WAITING_LINE_PERIOD_SECS:
       status = self._agent.waiting_status()
       if status:

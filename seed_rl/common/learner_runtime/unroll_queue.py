@@ -20,7 +20,7 @@ _STAMP_SPECS = (tf.TensorSpec([], tf.int64, 'first_step_iteration'),
                 tf.TensorSpec([], tf.int64, 'last_step_iteration'))
 
 
-class UnrollQueue(tf.Module):
+class UnrollQueue(object):
   """A FIFO queue of `Unroll`s that measures their policy lag; enqueue blocks when full.
 
   Attributes:
@@ -30,7 +30,6 @@ class UnrollQueue(tf.Module):
   def __init__(self, capacity: int, unroll_specs: Any, iterations: tf.Variable):
     """`iterations` is the learner's count of training iterations: the version of the policy
     (`capacity=-1`: unbounded)."""
-    super().__init__(name='unroll_queue')
     self.specs = unroll_specs
     self._iterations = iterations
     self._queue = queues.StructuredFIFOQueue(capacity, (unroll_specs, _STAMP_SPECS))

@@ -50,6 +50,8 @@ def test_actor_killed_mid_unroll_is_reset_and_training_continues(tmp_path):
       assert time.time() < deadline, 'training did not continue after the actor restart'
       time.sleep(0.5)
     assert 'mixes the steps' not in learner.log()
+    assert re.search(r'Progress: \d+/\d+ environment frames \(policy lag \d+\.\d iterations, '
+                     r'at most \d+\)', learner.log())
     assert len(re.findall(r'needing reset: \[4 5 6 7\]', learner.log())) == 1
     assert 'Inference call failed' not in actors[1].log()
 
