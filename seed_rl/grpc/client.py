@@ -7,6 +7,7 @@ same name.
 
 One client holds one bidirectional stream and has at most one call in flight (a lock serializes
 concurrent callers), exactly like the original op. Use one client per concurrently calling thread.
+`close` ends a call in flight in another thread.
 """
 
 import queue
@@ -217,7 +218,12 @@ class Client:
   # --- lifetime -----------------------------------------------------------------------------------
 
   def close(self) -> None:
-    """Closes the stream and the channel; later calls raise UnavailableError. Idempotent."""
+    """Closes the stream and the channel; later calls raise UnavailableError, and so does a
+    call in flight in another thread (it holds the lock: its stream is cancelled first).
+    Idempotent."""
+    stream = self._stream
+    if stream is not None:
+      stream.close()
     with self._lock:
       if self._closed:
         return

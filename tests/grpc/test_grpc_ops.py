@@ -518,6 +518,28 @@ def test_shutdown_while_waiting_for_batch(servers, clients, unix_address, pool):
 
 
 @pytest.mark.timeout(60)
+def test_close_from_another_thread_ends_a_call_waiting_for_its_batch(servers, clients,
+                                                                      unix_address, pool):
+  @tf.function(input_signature=[tf.TensorSpec([2], tf.int32)])
+  def batched(x):
+    return x + 1
+
+  _started(servers, unix_address, batched)
+  client = clients(unix_address)
+  future = pool.submit(client.batched, 1)  # Waits for a second row forever.
+  time.sleep(0.5)
+  assert not future.done()
+  client.close()
+  with pytest.raises(tf.errors.UnavailableError):
+    future.result(10)
+  with pytest.raises(tf.errors.UnavailableError, match='closed'):
+    client.batched(1)
+  # The server serves other clients as before; the closed call's row still fills a batch
+  # (as the last call of a dead actor does), nobody waits for its answer.
+  assert int(clients(unix_address).batched(2)) == 3
+
+
+@pytest.mark.timeout(60)
 def test_two_clients(servers, clients, unix_address, pool):
   _started(servers, unix_address, foo)
   a, b = clients(unix_address), clients(unix_address)
