@@ -7,6 +7,7 @@ closes its environments, reconnects and starts again with new run ids, which tel
 to reset those environments' state.
 """
 
+from concurrent import futures
 import socket
 import time
 from typing import Any, Callable, Optional
@@ -16,6 +17,7 @@ from absl import logging
 import numpy as np
 
 from seed_rl import grpc
+from seed_rl.common import config_checks
 from seed_rl.common import config_transfer
 from seed_rl.common import env_wrappers
 from seed_rl.common.structures import EnvOutput
@@ -99,27 +101,125 @@ def _connect(config) -> 'grpc.Client':
                       waited)
 
 
+class _EnvGroup(object):
+  """Environments that travel in one inference call, and the state of their episodes."""
+
+  def __init__(self, create_env_fn, config, first_env_id: int, size: int):
+    self.env = env_wrappers.BatchedEnvironment(create_env_fn, size, first_env_id, config)
+    self.env_ids = self.env.env_ids
+    self.run_ids = _new_run_ids(size)
+    self.observation = self.env.reset()
+    self.reward = np.zeros(size, np.float32)
+    self.raw_reward = np.zeros(size, np.float32)
+    self.done = np.zeros(size, bool)
+    self.abandoned = np.zeros(size, bool)
+    self.episode_step = np.zeros(size, np.int32)
+    self.episode_return = np.zeros(size, np.float64)
+    self.episode_raw_return = np.zeros(size, np.float64)
+
+  def request(self) -> tuple:
+    """The arguments of the group's next inference call."""
+    env_output = EnvOutput(self.reward, self.done, self.observation, self.abandoned,
+                           self.episode_step)
+    return self.env_ids, self.run_ids, env_output, self.raw_reward
+
+  def step(self, action, stats: _EpisodeStats) -> None:
+    """Applies the learner's actions; finished episodes go to `stats`."""
+    _, self.reward, self.done, infos = self.env.step(action)
+    for i, info in enumerate(infos):
+      self.episode_step[i] += 1
+      self.episode_return[i] += self.reward[i]
+      # Football gives the raw score apart from the (possibly shaped) reward.
+      self.raw_reward[i] = info.get('score_reward', self.reward[i])
+      self.episode_raw_return[i] += self.raw_reward[i]
+      # A time limit cuts the episode short: the learner must not take its last state's
+      # value as 0, as it would at a terminal state.
+      self.abandoned[i] = info.get('abandoned', False) or info.get('truncated', False)
+      if self.abandoned[i] and not self.done[i]:
+        raise ValueError(f'Environment {self.env_ids[i]} reported an abandoned episode that is '
+                         'not done.')
+      if self.done[i]:
+        stats.add(self.episode_return[i], self.episode_raw_return[i], self.episode_step[i])
+        self.episode_step[i] = 0
+        self.episode_return[i] = self.episode_raw_return[i] = 0.
+    # The next call carries done=True with the first observation of the new episode and the
+    # last reward of the old one.
+    self.observation = self.env.reset_if_done(self.done)
+
+
+class _Acting(object):
+  """One connection's worth of acting: the groups of environments and their clients.
+
+  With `--double_buffered_acting` the actor's environments form two groups, each with its own
+  client: one group steps while the other's call is in flight, so the actor's CPU does not idle
+  while it waits for actions. Without it, one group, one call per step.
+  """
+
+  def __init__(self, create_env_fn, config, client: 'grpc.Client'):
+    """Takes over `client`: `close` closes it."""
+    self.clients, self.groups = [client], []
+    self._executor = None
+    num_groups = 2 if config.double_buffered_acting else 1
+    size = config.env_batch_size // num_groups
+    try:
+      for g in range(num_groups):
+        self.groups.append(_EnvGroup(create_env_fn, config,
+                                     config.task * config.env_batch_size + g * size, size))
+      if num_groups == 2:
+        self.clients.append(_connect(config))
+        self._executor = futures.ThreadPoolExecutor(2, thread_name_prefix='inference')
+        self._pending = [self._send(g) for g in range(2)]
+    except BaseException:
+      self.close()
+      raise
+
+  def _send(self, g: int) -> futures.Future:
+    return self._executor.submit(self.clients[g].inference, *self.groups[g].request())
+
+  def step(self, stats: _EpisodeStats, inference_timer: _Timer, step_timer: _Timer) -> None:
+    """Steps every environment once; the timers get each group's wait for its actions and its
+    environments' step."""
+    for g, group in enumerate(self.groups):
+      start = time.time()
+      if self._executor is None:
+        action = self.clients[g].inference(*group.request())
+      else:
+        action = self._pending[g].result()
+      inference_timer.add(time.time() - start)
+      start = time.time()
+      group.step(action, stats)
+      step_timer.add(time.time() - start)
+      if self._executor is not None:
+        self._pending[g] = self._send(g)
+
+  def close(self) -> None:
+    """Closes the clients (ending calls in flight), then the environments."""
+    for client in self.clients:
+      client.close()
+    if self._executor is not None:
+      self._executor.shutdown(wait=True)
+    for group in self.groups:
+      group.env.close()
+
+
 def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> None:
-  """One connection's worth of acting: until `max_steps` calls or an RPC error."""
+  """One connection's worth of acting: until `max_steps` steps or an RPC error."""
   client = _connect(config)
-  batched_env = None
   try:
     config_transfer.update_config(config, client)
-    batch_size = config.env_batch_size
-    batched_env = env_wrappers.BatchedEnvironment(create_env_fn, batch_size,
-                                                  config.task * batch_size, config)
-    env_ids = batched_env.env_ids
-    logging.info('Actor %d connected to %s; environments %d to %d.', config.task,
-                 config.server_address, env_ids[0], env_ids[-1])
-    run_ids = _new_run_ids(batch_size)
-    observation = batched_env.reset()
-    reward = np.zeros(batch_size, np.float32)
-    raw_reward = np.zeros(batch_size, np.float32)
-    done = np.zeros(batch_size, bool)
-    abandoned = np.zeros(batch_size, bool)
-    episode_step = np.zeros(batch_size, np.int32)
-    episode_return = np.zeros(batch_size, np.float64)
-    episode_raw_return = np.zeros(batch_size, np.float64)
+    try:
+      config_checks.check_double_buffering(config)
+    except ValueError as e:
+      raise FatalActorError(str(e)) from e
+  except BaseException:
+    client.close()
+    raise
+  acting = _Acting(create_env_fn, config, client)
+  try:
+    env_ids = np.concatenate([group.env_ids for group in acting.groups])
+    logging.info('Actor %d connected to %s; environments %d to %d%s.', config.task,
+                 config.server_address, env_ids[0], env_ids[-1],
+                 ', double-buffered' if len(acting.groups) == 2 else '')
     render = config.render and config.task == 0
 
     stats = _EpisodeStats()
@@ -127,36 +227,9 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
     steps = steps_at_last_log = 0
     last_log_time = time.time()
     while max_steps is None or steps < max_steps:
-      env_output = EnvOutput(reward, done, observation, abandoned, episode_step)
-      start = time.time()
-      action = client.inference(env_ids, run_ids, env_output, raw_reward)
-      inference_timer.add(time.time() - start)
-
-      start = time.time()
-      observation, reward, done, infos = batched_env.step(action)
-      step_timer.add(time.time() - start)
-
-      for i, info in enumerate(infos):
-        episode_step[i] += 1
-        episode_return[i] += reward[i]
-        # Football gives the raw score apart from the (possibly shaped) reward.
-        raw_reward[i] = info.get('score_reward', reward[i])
-        episode_raw_return[i] += raw_reward[i]
-        # A time limit cuts the episode short: the learner must not take its last state's
-        # value as 0, as it would at a terminal state.
-        abandoned[i] = info.get('abandoned', False) or info.get('truncated', False)
-        if abandoned[i] and not done[i]:
-          raise ValueError(f'Environment {env_ids[i]} reported an abandoned episode that is '
-                           'not done.')
-        if done[i]:
-          stats.add(episode_return[i], episode_raw_return[i], episode_step[i])
-          episode_step[i] = 0
-          episode_return[i] = episode_raw_return[i] = 0.
-      # The next call carries done=True with the first observation of the new episode and the
-      # last reward of the old one.
-      observation = batched_env.reset_if_done(done)
+      acting.step(stats, inference_timer, step_timer)
       if render:
-        batched_env.render()
+        acting.groups[0].env.render()
       steps += 1
 
       now = time.time()
@@ -168,15 +241,13 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
         logging.info(
             'Actor steps: %i, %sSpeed: %f steps/s (inference %.2f ms, env step %.2f ms per '
             'call)', steps, episodes,
-            (steps - steps_at_last_log) * batch_size / (now - last_log_time),
+            (steps - steps_at_last_log) * config.env_batch_size / (now - last_log_time),
             inference_timer.mean_ms(), step_timer.mean_ms())
         stats = _EpisodeStats()
         inference_timer, step_timer = _Timer(), _Timer()
         steps_at_last_log, last_log_time = steps, now
   finally:
-    if batched_env is not None:
-      batched_env.close()
-    client.close()
+    acting.close()
 
 
 def _first_line(error: Exception) -> str:

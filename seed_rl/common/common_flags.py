@@ -29,6 +29,10 @@ flags.DEFINE_integer('seed', None,
 # Actor flags.
 flags.DEFINE_integer('task', 0, 'Index of this actor; it runs environments '
                      '[task * env_batch_size, (task + 1) * env_batch_size).')
+flags.DEFINE_bool('double_buffered_acting', False,
+                  'Whether each actor splits its environments into two halves, each with its own '
+                  'inference call, stepping one half while the other waits for its actions '
+                  '(needs an even --env_batch_size).')
 flags.DEFINE_bool('render', False, 'Whether the actor of task 0 renders its first environment.')
 # RPC security (seed_rl.grpc.security turns these into Server/Client keyword arguments).
 flags.DEFINE_string('grpc_token_file', None,

@@ -38,6 +38,7 @@ def validate_learner_config(config: Any, num_hosts: int = 1,
     raise ValueError(f'{num_envs_is} must be positive')
   if config.env_batch_size <= 0:
     raise ValueError(f'--env_batch_size must be positive, got {config.env_batch_size}')
+  check_double_buffering(config)
   given = config.inference_batch_size != -1
   if not given:
     config.inference_batch_size = max(config.env_batch_size,
@@ -58,6 +59,14 @@ def validate_learner_config(config: Any, num_hosts: int = 1,
         f'{what}{hosts} is more than {num_envs_is}: the learner runs full inference batches '
         'only and would wait forever; use --inference_batch_size='
         f'{fitting - fitting % config.env_batch_size} or less, or more environments')
+
+
+def check_double_buffering(config: Any) -> None:
+  """Raises ValueError when `--double_buffered_acting` cannot split an actor's environments
+  (a config without the flag does not buffer)."""
+  if getattr(config, 'double_buffered_acting', False) and config.env_batch_size % 2:
+    raise ValueError('--double_buffered_acting splits the environments of each actor into two '
+                     f'halves: --env_batch_size must be even, got {config.env_batch_size}')
 
 
 def validate_runtime_config(config: Any, num_envs_source: Optional[str] = None) -> None:

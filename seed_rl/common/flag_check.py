@@ -99,8 +99,8 @@ def check_learner_config(config: Any, shape: Optional[str] = None) -> None:
 
   `shape` says where `--num_envs` comes from (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
   """
-  names = ('num_envs', 'env_batch_size', 'inference_batch_size', 'num_eval_envs') + (
-      config_checks.positive_flags(config))
+  names = ('num_envs', 'env_batch_size', 'inference_batch_size', 'num_eval_envs',
+           'double_buffered_acting') + config_checks.positive_flags(config)
   if hasattr(config, 'batch_size_transitions'):
     names += ('batch_size_transitions',)
   copy = types.SimpleNamespace(**{name: getattr(config, name) for name in names})

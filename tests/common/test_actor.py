@@ -16,9 +16,11 @@ from seed_rl.common import specs
 pytestmark = pytest.mark.timeout(120)
 
 
-def _config(tmp_path):
-  return types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock', task=0,
-                               env_batch_size=2, render=False, seed=None)
+def _config(tmp_path, **overrides):
+  values = dict(server_address=f'unix:{tmp_path}/learner.sock', task=0, env_batch_size=2,
+                render=False, seed=None, double_buffered_acting=False)
+  values.update(overrides)
+  return types.SimpleNamespace(**values)
 
 
 def _serve(tmp_path, inference):
@@ -108,6 +110,59 @@ def test_a_time_limit_reaches_the_learner_as_abandoned_and_a_terminal_state_does
   assert len(ends[0]) >= 5 and all(ends[0]), seen
   assert ends[1] and not any(ends[1]), seen
   assert not any(abandoned for _, done, abandoned in seen if not done), seen
+
+
+@pytest.mark.parametrize('inference_batch_size', [2, 4])
+def test_double_buffered_acting_sends_each_half_in_its_own_call(tmp_path, inference_batch_size):
+  calls = []  # The env ids of each call's rows, in the order the learner received them.
+
+  def record(env_ids, run_ids, episode_step):
+    calls.append(env_ids.numpy().tolist())
+    # Each env's episode step counts its own steps: every call carries its half's state.
+    for env_id, step in zip(env_ids.numpy(), episode_step.numpy()):
+      steps.setdefault(int(env_id), []).append(int(step))
+    runs.update(zip(env_ids.numpy().tolist(), run_ids.numpy().tolist()))
+    return 0
+
+  steps, runs = {}, {}
+
+  # A batch of 2 rows is one half's call; a batch of 4 needs both halves' calls at once (they
+  # are in flight together).
+  @tf.function(input_signature=_signature(inference_batch_size))
+  def inference(env_ids, run_ids, env_outputs, unused_raw_rewards):
+    tf.py_function(record, [env_ids, run_ids, env_outputs.episode_step], tf.int32)
+    return tf.ones([inference_batch_size], tf.int64)
+
+  server = _serve(tmp_path, inference)
+  try:
+    actor.actor_loop(_cartpole, _config(tmp_path, env_batch_size=4, double_buffered_acting=True),
+                     max_steps=6)
+  finally:
+    server.shutdown()
+  halves = [sorted(call) for call in calls]
+  if inference_batch_size == 2:
+    assert all(half in ([0, 1], [2, 3]) for half in halves), calls
+  # Every env made 6 calls, each with the episode step of its own half (the 7th calls, in
+  # flight when the actor stops, may be cancelled).
+  assert sorted(steps) == [0, 1, 2, 3]
+  for env_steps in steps.values():
+    assert env_steps[:6] == [0, 1, 2, 3, 4, 5], steps
+  assert len(set(runs.values())) == 4
+
+
+def test_double_buffered_acting_refuses_an_odd_env_batch_size(tmp_path):
+
+  @tf.function(input_signature=_signature(3))
+  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    return tf.zeros([3], tf.int64)
+
+  server = _serve(tmp_path, inference)
+  try:
+    with pytest.raises(actor.FatalActorError, match='--env_batch_size must be even, got 3'):
+      actor.actor_loop(_cartpole, _config(tmp_path, env_batch_size=3,
+                                          double_buffered_acting=True), max_steps=5)
+  finally:
+    server.shutdown()
 
 
 @pytest.mark.parametrize('address, message', [

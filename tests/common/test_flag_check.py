@@ -30,7 +30,8 @@ def _check(module, *argv, options=()):
 def _config(**values):
   defaults = dict(num_envs=8, env_batch_size=2, inference_batch_size=-1, batch_size=4,
                   unroll_length=10, unroll_queue_max_size=1, save_checkpoint_secs=1800,
-                  log_episode_frequency=1, checkpoints_to_keep=3, num_eval_envs=0)
+                  log_episode_frequency=1, checkpoints_to_keep=3, num_eval_envs=0,
+                  double_buffered_acting=False)
   defaults.update(values)
   return types.SimpleNamespace(**defaults)
 
@@ -49,6 +50,9 @@ def _config(**values):
                                          '--inference_batch_size=-1) must be a multiple'),
     (dict(batch_size=0), '--batch_size must be positive, got 0'),
     (dict(num_eval_envs=8), '--num_eval_envs=8 leaves no training environment'),
+    (dict(num_envs=6, env_batch_size=3, double_buffered_acting=True),
+     '--double_buffered_acting splits the environments of each actor into two halves: '
+     '--env_batch_size must be even, got 3'),
 ])
 def test_learner_config_checks_name_the_flags(values, message):
   with pytest.raises(flag_check.FlagCheckError) as raised:
