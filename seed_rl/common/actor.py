@@ -2,7 +2,8 @@
 
 An actor owns environments `[task * b, (task + 1) * b)` (b = env_batch_size). Each step it sends
 `(env_ids, run_ids, EnvOutput, raw_rewards)` for all of them in one call and applies the
-returned actions. When the learner goes away (end of training, preemption, restart) the actor
+returned actions (with `--double_buffered_acting`, in two calls of half of them, one half
+stepping while the other's call is in flight). When the learner goes away (end of training, preemption, restart) the actor
 closes its environments, reconnects and starts again with new run ids, which tells the learner
 to reset those environments' state.
 """
@@ -265,10 +266,11 @@ def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
 
   Args:
     create_env_fn: `(env_id, config) -> gymnasium.Env`.
-    config: flags `server_address`, `task`, `env_batch_size`, `render` (and the grpc_* security
-      flags); absl `FLAGS` by default. The learner's experiment flags are applied to it.
+    config: flags `server_address`, `task`, `env_batch_size`, `double_buffered_acting`, `render`
+      (and the grpc_* security flags); absl `FLAGS` by default. The learner's experiment flags are applied to it.
     log_period: seconds between progress lines.
-    max_steps: stop after this many inference calls (for tests and benchmarks); None: forever.
+    max_steps: stop after stepping every environment this many times (for tests and
+      benchmarks); None: forever.
 
   Raises:
     FatalActorError: the learner refused this actor's calls (INVALID_ARGUMENT: e.g. env ids the
