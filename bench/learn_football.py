@@ -22,17 +22,14 @@ The same file is also the entry point of the processes it starts: run with `--ru
 import argparse
 import os
 import pathlib
-import re
 import sys
-import time
 
+from bench import episode_follow
 from bench import process_group
-from seed_rl.common import progress_monitor
 
 MODULE = 'bench.learn_football'
 GAME = 'academy_empty_goal_close'
 NETWORK_VARIABLE = 'SEED_RL_BENCH_NETWORK'
-_PROGRESS = re.compile(r'Progress: (\d+)/')
 
 
 def create_small_agent(action_space, observation_space, parametric_action_distribution):
@@ -88,19 +85,9 @@ def _entry_point() -> None:
   app.run(main)
 
 
-def _episodes(log_text: str) -> list[tuple[float, int]]:
-  """(raw return, environment frames played so far) at the end of every episode the learner's
-  log accounts for (`progress_monitor.parse_episodes`), in order; the frames are the sum of the
-  lengths of the episodes finished so far."""
-  episodes, frames = [], 0.
-  for episode in progress_monitor.parse_episodes(log_text):
-    frames += episode.frames
-    episodes.append((episode.raw_return, int(frames)))
-  return episodes
-
-
 def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
-  """Trains until the target, the frame budget or the time limit; returns what happened."""
+  """Trains until the target, the frame budget or the time limit; returns what happened
+  (`episode_follow.follow`)."""
   num_envs = args.num_actors * args.env_batch_size
   flags = [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
            f'--game={GAME}', '--reward_experiment=scoring', f'--num_envs={num_envs}',
@@ -110,47 +97,17 @@ def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
            f'--total_environment_frames={int(args.frame_budget)}',
            '--save_checkpoint_secs=100000', f'--seed={args.seed}']
   learner_log = logdir / 'learner.log'
-  start_time = time.time()
-  curve, reached, reason, checked = [], None, 'time limit', 0
   with process_group.ProcessGroup(logdir, MODULE, flags,
                                   {NETWORK_VARIABLE: args.network}) as group:
     learner = group.start('learner', ['--run_mode=learner'])
     for task in range(args.num_actors):
       group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
                   {'CUDA_VISIBLE_DEVICES': ''})
-    next_report = args.window
-    while time.time() - start_time < 60 * args.max_minutes:
-      time.sleep(2)
-      episodes = _episodes(learner_log.read_text())
-      returns = [r for r, _ in episodes]
-      for end in range(next_report, len(episodes) + 1, args.window):
-        curve.append((episodes[end - 1][1], end, sum(returns[end - args.window:end]) / args.window))
-        next_report = end + args.window
-      # The first episode that ends a window of `window` episodes with a mean above target.
-      for end in range(max(args.window, checked + 1), len(episodes) + 1):
-        if sum(returns[end - args.window:end]) / args.window > args.target:
-          progress = _PROGRESS.findall(learner_log.read_text())
-          reached = (episodes[end - 1][1], end, time.time() - start_time,
-                     int(progress[-1]) if progress else 0)
-          break
-      checked = len(episodes)
-      if reached is not None:
-        reason = 'target reached'
-        break
-      if learner.poll() is not None:
-        reason = ('frame budget spent' if learner.returncode == 0 else
-                  f'learner exited with {learner.returncode}')
-        break
-    wall = time.time() - start_time
-  text = learner_log.read_text()
-  progress = _PROGRESS.findall(text)
-  episodes = _episodes(text)
-  if reason.startswith('learner exited'):
-    print(text[-3000:], file=sys.stderr)
-  return {'reached': reached, 'reason': reason, 'wall_s': wall, 'episodes': len(episodes),
-          'frames': int(progress[-1]) if progress else 0, 'curve': curve,
-          'last_mean': (sum(r for r, _ in episodes[-args.window:]) / min(args.window, len(episodes))
-                        if episodes else float('nan'))}
+    result = episode_follow.follow(learner, learner_log, args.window, args.target,
+                                   args.max_minutes)
+  if result['reason'].startswith('learner exited'):
+    print(learner_log.read_text()[-3000:], file=sys.stderr)
+  return result
 
 
 def main() -> None:
@@ -178,18 +135,7 @@ def main() -> None:
   print(f'football vtrace on {GAME}, {network}, {args.num_actors} actor(s) x '
         f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
         f'lr {args.learning_rate:g}, entropy {args.entropy_cost:g}')
-  for frames, episodes, mean in result['curve']:
-    print(f'  {frames:9d} frames, {episodes:6d} episodes: mean return of the last '
-          f'{args.window} = {mean:.2f}')
-  if result['reached'] is not None:
-    frames, episodes, seconds, trained = result['reached']
-    print(f'  REACHED mean return > {args.target:g} over {args.window} episodes after '
-          f'{frames} environment frames ({episodes} episodes; {trained} frames trained on) in '
-          f'{seconds:.0f} s wall time')
-  else:
-    print(f'  NOT reached ({result["reason"]}): {result["frames"]} frames trained on, '
-          f'{result["episodes"]} episodes, last mean return {result["last_mean"]:.2f}, '
-          f'{result["wall_s"]:.0f} s wall time')
+  episode_follow.print_result(result, args.window, args.target)
 
 
 if __name__ == '__main__':

@@ -17,12 +17,14 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
   """V-trace: the Nature-DQN torso on the observation as the env gives it, then the policy
   logits and baseline heads; actions sampled from `parametric_action_distribution`.
 
-  On Atari the env gives one 84x84 frame and there is neither frame stack nor LSTM, so the policy
-  has no memory: a network for throughput benchmarks. The state is `()`.
+  On Atari the env gives one 84x84 frame and there is no frame stack: without `lstm_sizes` the
+  policy has no memory (a network for throughput benchmarks, state `()`); with them, LSTMs after
+  the torso give it one (`bench/learn_atari.py`).
   """
 
-  def __init__(self, parametric_action_distribution):
-    super().__init__(parametric_action_distribution.param_size, [], name='NatureActorCritic')
+  def __init__(self, parametric_action_distribution, lstm_sizes=()):
+    super().__init__(parametric_action_distribution.param_size, lstm_sizes,
+                     name='NatureActorCritic')
     self._distribution = parametric_action_distribution
     self._convs = networks.track_layers(self, '_conv', atari_networks.nature_dqn_convs())
     self._flatten = tf.keras.layers.Flatten()

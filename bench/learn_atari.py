@@ -1,0 +1,116 @@
+r"""Learning benchmark: V-trace on Pong with a frame budget, until a mean return of +15.
+
+  python -m bench.learn_atari [--frame_budget 1e7] [--num_actors 2] [--env_batch_size 8]
+                              [--max_minutes 60] [--logdir DIR]
+
+Starts a real learner and `num_actors` actors (unix socket, as `./run_local.sh atari vtrace`
+does) and follows the learner's per-episode log lines. It stops when the mean raw return (the
+game score) of the last `window` episodes exceeds `target`, when the learner has used
+`frame_budget` environment frames, or after `max_minutes`. Prints the setting, the curve of
+windowed mean returns against frames, and the frames and wall time to the target.
+
+The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) followed by
+an LSTM of 256 units, the memory a single-frame Pong policy needs to see where the ball goes:
+the entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
+thousand. The other settings are the Atari entry point's (IMPALA's: unrolls of 20, entropy cost
+0.01, rewards clipped to [-1, 1], frame skip 4, the full action set, Adam with the rate decaying
+linearly to 0 over the budget) with a smaller batch, for more gradient steps per frame.
+
+The same file is also the entry point of the processes it starts: run with `--run_mode` it is
+`seed_rl.environments.atari.vtrace_main` with that network.
+"""
+
+import argparse
+import pathlib
+import sys
+
+from bench import episode_follow
+from bench import process_group
+
+MODULE = 'bench.learn_atari'
+
+
+def create_agent(unused_action_space, unused_observation_space, parametric_action_distribution):
+  from bench import nature_networks  # pylint: disable=g-import-not-at-top
+  return nature_networks.NatureActorCritic(parametric_action_distribution, lstm_sizes=[256])
+
+
+def _entry_point() -> None:
+  """Runs as the Atari `vtrace_main` with the benchmark's network (learner or actor)."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+
+  from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
+
+  def main(argv):
+    entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner',
+                    create_agent, vtrace_main.create_optimizer)
+
+  app.run(main)
+
+
+def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
+  """The flags of the learner and the actors."""
+  num_envs = args.num_actors * args.env_batch_size
+  return [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
+          f'--game={args.game}', f'--num_envs={num_envs}',
+          f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
+          f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
+          f'--entropy_cost={args.entropy_cost}',
+          f'--total_environment_frames={int(args.frame_budget)}',
+          '--save_checkpoint_secs=600', f'--seed={args.seed}']
+
+
+def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
+  """Trains until the target, the frame budget or the time limit; returns what happened
+  (`episode_follow.follow`)."""
+  learner_log = logdir / 'learner.log'
+  with process_group.ProcessGroup(logdir, MODULE, learner_flags(args, logdir)) as group:
+    learner = group.start('learner', ['--run_mode=learner'])
+    for task in range(args.num_actors):
+      group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
+                  {'CUDA_VISIBLE_DEVICES': ''})
+    result = episode_follow.follow(learner, learner_log, args.window, args.target,
+                                   args.max_minutes)
+  if result['reason'].startswith('learner exited'):
+    print(learner_log.read_text()[-3000:], file=sys.stderr)
+  return result
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+  """The command line (`sys.argv[1:]` by default)."""
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--game', default='Pong')
+  parser.add_argument('--frame_budget', type=float, default=1e7)
+  parser.add_argument('--max_minutes', type=float, default=60)
+  parser.add_argument('--target', type=float, default=15.)
+  parser.add_argument('--window', type=int, default=20)
+  parser.add_argument('--num_actors', type=int, default=2)
+  parser.add_argument('--env_batch_size', type=int, default=8)
+  parser.add_argument('--unroll_length', type=int, default=20)
+  parser.add_argument('--batch_size', type=int, default=8)
+  parser.add_argument('--learning_rate', type=float, default=6e-4)
+  parser.add_argument('--entropy_cost', type=float, default=0.01)
+  parser.add_argument('--seed', type=int, default=1)
+  parser.add_argument('--logdir', default=None,
+                      help='New directory that keeps the logs, checkpoints and TensorBoard '
+                           'events (default: a temporary one).')
+  return parser.parse_args(argv)
+
+
+def main() -> None:
+  args = parse_args()
+  result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
+  print(f'atari vtrace on {args.game}, Nature-DQN torso + LSTM 256, {args.num_actors} actor(s) x '
+        f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
+        f'lr {args.learning_rate:g} decaying to 0 over {args.frame_budget:g} frames, entropy '
+        f'{args.entropy_cost:g}')
+  episode_follow.print_result(result, args.window, args.target)
+
+
+if __name__ == '__main__':
+  if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
+    _entry_point()
+  else:
+    main()
