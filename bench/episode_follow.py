@@ -3,9 +3,11 @@ one long run (`learn_football`, `learn_atari`) share."""
 
 import pathlib
 import re
+import sys
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
+from bench import process_group
 from seed_rl.common import progress_monitor
 
 _PROGRESS = re.compile(r'Progress: (\d+)/')
@@ -69,6 +71,24 @@ def follow(learner: Any, learner_log: pathlib.Path, window: int, target: float,
   return {'reached': reached, 'reason': reason, 'wall_s': time.time() - start_time,
           'episodes': len(found), 'frames': trained_frames(text), 'curve': curve,
           'last_mean': last}
+
+
+def train_and_follow(logdir: pathlib.Path, module: str, flags: Sequence[str], num_actors: int,
+                     window: int, target: float, max_minutes: float,
+                     env: Optional[dict] = None) -> dict:
+  """Starts the learner and `num_actors` actors of `module` with `flags` (and the environment
+  variables `env`) in `logdir`, then `follow`s the learner; the end of the log of a learner that
+  failed goes to stderr."""
+  learner_log = logdir / 'learner.log'
+  with process_group.ProcessGroup(logdir, module, flags, env) as group:
+    learner = group.start('learner', ['--run_mode=learner'])
+    for task in range(num_actors):
+      group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
+                  {'CUDA_VISIBLE_DEVICES': ''})
+    result = follow(learner, learner_log, window, target, max_minutes)
+  if result['reason'].startswith('learner exited'):
+    print(learner_log.read_text()[-3000:], file=sys.stderr)
+  return result
 
 
 def print_result(result: dict, window: int, target: float) -> None:

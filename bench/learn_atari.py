@@ -65,17 +65,9 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
 def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
   """Trains until the target, the frame budget or the time limit; returns what happened
   (`episode_follow.follow`)."""
-  learner_log = logdir / 'learner.log'
-  with process_group.ProcessGroup(logdir, MODULE, learner_flags(args, logdir)) as group:
-    learner = group.start('learner', ['--run_mode=learner'])
-    for task in range(args.num_actors):
-      group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
-                  {'CUDA_VISIBLE_DEVICES': ''})
-    result = episode_follow.follow(learner, learner_log, args.window, args.target,
-                                   args.max_minutes)
-  if result['reason'].startswith('learner exited'):
-    print(learner_log.read_text()[-3000:], file=sys.stderr)
-  return result
+  return episode_follow.train_and_follow(logdir, MODULE, learner_flags(args, logdir),
+                                         args.num_actors, args.window, args.target,
+                                         args.max_minutes)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

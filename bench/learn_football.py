@@ -96,18 +96,9 @@ def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
            f'--entropy_cost={args.entropy_cost}', f'--discounting={args.discounting}',
            f'--total_environment_frames={int(args.frame_budget)}',
            '--save_checkpoint_secs=100000', f'--seed={args.seed}']
-  learner_log = logdir / 'learner.log'
-  with process_group.ProcessGroup(logdir, MODULE, flags,
-                                  {NETWORK_VARIABLE: args.network}) as group:
-    learner = group.start('learner', ['--run_mode=learner'])
-    for task in range(args.num_actors):
-      group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
-                  {'CUDA_VISIBLE_DEVICES': ''})
-    result = episode_follow.follow(learner, learner_log, args.window, args.target,
-                                   args.max_minutes)
-  if result['reason'].startswith('learner exited'):
-    print(learner_log.read_text()[-3000:], file=sys.stderr)
-  return result
+  return episode_follow.train_and_follow(logdir, MODULE, flags, args.num_actors, args.window,
+                                         args.target, args.max_minutes,
+                                         {NETWORK_VARIABLE: args.network})
 
 
 def main() -> None:
