@@ -9,12 +9,14 @@ game score) of the last `window` episodes exceeds `target`, when the learner has
 `frame_budget` environment frames, or after `max_minutes`. Prints the setting, the curve of
 windowed mean returns against frames, and the frames and wall time to the target.
 
-The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) followed by
-an LSTM of 256 units, the memory a single-frame Pong policy needs to see where the ball goes:
-the entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
-thousand. The other settings are the Atari entry point's (IMPALA's: unrolls of 20, entropy cost
-0.01, rewards clipped to [-1, 1], frame skip 4, the full action set, Adam with the rate decaying
-linearly to 0 over the budget) with a smaller batch, for more gradient steps per frame.
+The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
+`stack_size` frames, stacked inside the network (the actors send single frames), the memory
+Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso. The entry
+point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several thousand.
+The agent acts with the game's minimal action set (6 actions for Pong) unless
+`--full_action_space`. The other settings are the Atari entry point's (IMPALA's: unrolls of 20,
+entropy cost 0.01, rewards clipped to [-1, 1], frame skip 4, Adam with the rate decaying linearly
+to 0 over the budget) with a smaller batch, for more gradient steps per frame.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `seed_rl.environments.atari.vtrace_main` with that network.
@@ -30,18 +32,23 @@ from bench import process_group
 MODULE = 'bench.learn_atari'
 
 
-def create_agent(unused_action_space, unused_observation_space, parametric_action_distribution):
-  from bench import nature_networks  # pylint: disable=g-import-not-at-top
-  return nature_networks.NatureActorCritic(parametric_action_distribution, lstm_sizes=[256])
-
-
 def _entry_point() -> None:
   """Runs as the Atari `vtrace_main` with the benchmark's network (learner or actor)."""
   from absl import app  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
 
   from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
   from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
   from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
+
+  stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
+  lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
+
+  def create_agent(unused_action_space, observation_space, parametric_action_distribution):
+    from bench import nature_networks  # pylint: disable=g-import-not-at-top
+    return nature_networks.NatureActorCritic(
+        parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
+        stack_size=stack_size.value, observation_shape=observation_space.shape)
 
   def main(argv):
     entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner',
@@ -57,7 +64,9 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
           f'--game={args.game}', f'--num_envs={num_envs}',
           f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
           f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
-          f'--entropy_cost={args.entropy_cost}',
+          f'--entropy_cost={args.entropy_cost}', f'--stack_size={args.stack_size}',
+          f'--lstm_size={args.lstm_size}',
+          f'--{"" if args.full_action_space else "no"}full_action_space',
           f'--total_environment_frames={int(args.frame_budget)}',
           '--save_checkpoint_secs=600', f'--seed={args.seed}']
 
@@ -84,6 +93,10 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument('--batch_size', type=int, default=8)
   parser.add_argument('--learning_rate', type=float, default=6e-4)
   parser.add_argument('--entropy_cost', type=float, default=0.01)
+  parser.add_argument('--stack_size', type=int, default=4)
+  parser.add_argument('--lstm_size', type=int, default=0)
+  parser.add_argument('--full_action_space', action='store_true',
+                      help='All 18 actions instead of the game\'s minimal set.')
   parser.add_argument('--seed', type=int, default=1)
   parser.add_argument('--logdir', default=None,
                       help='New directory that keeps the logs, checkpoints and TensorBoard '
@@ -94,7 +107,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main() -> None:
   args = parse_args()
   result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
-  print(f'atari vtrace on {args.game}, Nature-DQN torso + LSTM 256, {args.num_actors} actor(s) x '
+  memory = f'{args.stack_size} stacked frames' + (
+      f' + LSTM {args.lstm_size}' if args.lstm_size else '')
+  actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
+  print(f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
+        f'{args.num_actors} actor(s) x '
         f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
         f'lr {args.learning_rate:g} decaying to 0 over {args.frame_budget:g} frames, entropy '
         f'{args.entropy_cost:g}')

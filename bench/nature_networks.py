@@ -14,21 +14,35 @@ from seed_rl.environments.atari import networks as atari_networks
 
 
 class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
-  """V-trace: the Nature-DQN torso on the observation as the env gives it, then the policy
-  logits and baseline heads; actions sampled from `parametric_action_distribution`.
+  """V-trace: the Nature-DQN torso, optional LSTMs, then the policy logits and baseline heads;
+  actions sampled from `parametric_action_distribution`.
 
-  On Atari the env gives one 84x84 frame and there is no frame stack: without `lstm_sizes` the
-  policy has no memory (a network for throughput benchmarks, state `()`); with them, LSTMs after
-  the torso give it one (`bench/learn_atari.py`).
+  On Atari the env gives one 84x84 frame. With the defaults the network sees it alone and has no
+  memory (a network for throughput benchmarks, state `()`). `lstm_sizes` add LSTMs after the
+  torso; `stack_size` (up to 4) stacks the last frames inside the network as the R2D2 network
+  does, the memory Nature-DQN and its successors learn Atari with (`bench/learn_atari.py`). The
+  state is then `(lstm_state, frame_stacking_state)`.
   """
 
-  def __init__(self, parametric_action_distribution, lstm_sizes=()):
+  def __init__(self, parametric_action_distribution, lstm_sizes=(), stack_size: int = 1,
+               observation_shape=(84, 84, 1)):
     super().__init__(parametric_action_distribution.param_size, lstm_sizes,
                      name='NatureActorCritic')
     self._distribution = parametric_action_distribution
+    self._stack_size = int(stack_size)
+    self._observation_shape = atari_networks.check_frame_stacking(self._stack_size,
+                                                                  observation_shape)
     self._convs = networks.track_layers(self, '_conv', atari_networks.nature_dqn_convs())
     self._flatten = tf.keras.layers.Flatten()
     self._fc = tf.keras.layers.Dense(512, activation='relu', name='fc')
+
+  def initial_state(self, batch_size):
+    """The LSTMs' zero state, paired with the empty frame stack when frames are stacked."""
+    lstm_state = self._initial_core_state(batch_size)
+    if self._stack_size == 1:
+      return lstm_state
+    return lstm_state, atari_networks.initial_frame_stacking_state(
+        batch_size, self._observation_shape, self._stack_size)
 
   def _torso(self, unused_prev_actions, env_outputs):
     x = tf.cast(env_outputs.observation, tf.float32) / 255.
@@ -38,6 +52,21 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
 
   def _sample(self, policy_logits):
     return self._distribution(policy_logits).sample()
+
+  def _unroll_stacked(self, prev_actions, env_outputs, state):
+    lstm_state, frame_stacking_state = state
+    done = tf.convert_to_tensor(env_outputs.done)
+    stacked, frame_stacking_state = atari_networks.stack_frames_over_time(
+        env_outputs.observation, done, frame_stacking_state, self._stack_size)
+    outputs, lstm_state = networks.torso_core_head(self._torso, self._core, self._head)(
+        prev_actions, env_outputs._replace(observation=stacked, done=done), lstm_state)
+    return outputs, (lstm_state, frame_stacking_state)
+
+  def call(self, prev_actions, env_outputs, core_state, unroll=False, is_training=False):
+    if self._stack_size == 1:
+      return super().call(prev_actions, env_outputs, core_state, unroll, is_training)
+    return networks.apply_step_or_unroll(self._unroll_stacked, prev_actions, env_outputs,
+                                         core_state, unroll)
 
 
 class NatureDQNNet(atari_networks.DuelingLSTMDQNNet):

@@ -37,6 +37,10 @@ class RecurrentActorCritic(tf.keras.Model):
 
   def initial_state(self, batch_size):
     """Zero LSTM state `((h, c), ...)` per cell; `()` without LSTM."""
+    return self._initial_core_state(batch_size)
+
+  def _initial_core_state(self, batch_size):
+    """The LSTMs' part of the state (all of it here; subclasses may add to `initial_state`)."""
     return tuple((tf.zeros([batch_size, cell.units]), tf.zeros([batch_size, cell.units]))
                  for cell in self._cells)
 
@@ -45,7 +49,7 @@ class RecurrentActorCritic(tf.keras.Model):
       return torso_outputs, core_state
     return common_networks.unroll_recurrent(
         common_networks.lstm_stack_step(self._cells), torso_outputs, done, core_state,
-        self.initial_state(tf.shape(done)[1]))
+        self._initial_core_state(tf.shape(done)[1]))
 
   def _head(self, core_output):
     policy_logits = self._policy_logits(core_output)

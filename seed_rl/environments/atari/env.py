@@ -2,7 +2,8 @@
 
 The pipeline reproduces the original's, on Gymnasium + ale-py:
 
-  AtariEnv('{game}NoFrameskip-v4', full action space (18 actions),
+  AtariEnv('{game}NoFrameskip-v4', full action space (18 actions) unless
+           `full_action_space` is false,
            frameskip=1, sticky actions 0.25 or 0.0)
     -> seeded with `env_id` at the first reset (unless given a seed)
     -> TimeLimit(max_episode_frames)    counts *emulator frames* (108,000 =
@@ -113,13 +114,15 @@ def create_environment(
       `BatchedEnvironment` does).
     config: object with attributes `game` (e.g. 'Pong'), `max_random_noops`,
       `sticky_actions` (repeat-action probability 0.25 when true, else 0.0)
-      and `num_action_repeats` (frame skip).
+      and `num_action_repeats` (frame skip); optionally `full_action_space`
+      (default true: all 18 actions; false: the game's minimal set).
     max_episode_frames: episode limit in emulator frames, so it does not
       depend on `num_action_repeats`; hitting it gives `truncated=True`.
 
   Returns:
     An env with observations `Box(0, 255, [84, 84, 1], uint8)` and
-    `Discrete(18)` actions.
+    `Discrete(18)` actions (the game's minimal set without
+    `full_action_space`).
   """
   game = check_game_name(config.game)
   if int(max_episode_frames) <= 0:
@@ -128,7 +131,7 @@ def create_environment(
   repeat_action_probability = 0.25 if config.sticky_actions else 0.0
   env = gymnasium.make(
       f'{game}{_ID_SUFFIX}',
-      full_action_space=True,
+      full_action_space=bool(getattr(config, 'full_action_space', True)),
       repeat_action_probability=repeat_action_probability,
       frameskip=1,
       max_num_frames_per_episode=0,

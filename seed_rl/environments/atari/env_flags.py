@@ -14,5 +14,8 @@ flags.DEFINE_integer('max_random_noops', 30,
                      'At most this many no-op actions start every episode.')
 flags.DEFINE_bool('sticky_actions', False,
                   'Repeat the previous action with probability 0.25 (Machado et al. 2018).')
+flags.DEFINE_bool('full_action_space', True,
+                  'Act with all 18 Atari actions (the original); false: the game\'s minimal '
+                  'set (6 for Pong, 4 for Breakout).')
 
 flags.FLAGS.set_default('num_action_repeats', env.ATARI_DEFAULT_NUM_ACTION_REPEATS)

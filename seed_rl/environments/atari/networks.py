@@ -38,6 +38,27 @@ def _check_stack_size(stack_size: int) -> None:
         f'{_BITS_PER_FRAME} bits each into an int32), got {stack_size}.')
 
 
+def check_frame_stacking(stack_size: int, observation_shape: Sequence[int]) -> tuple[int, ...]:
+  """Raises ValueError unless `stack_size` frames of `observation_shape` can be stacked; returns
+  the shape as a tuple of ints."""
+  _check_stack_size(stack_size)
+  observation_shape = tuple(int(d) for d in tf.TensorShape(observation_shape))
+  if stack_size > 1 and (len(observation_shape) != 3 or observation_shape[-1] != 1):
+    raise ValueError(
+        f'Frame stacking (stack_size={stack_size}) needs single-channel [H, W, 1] '
+        f'observations, got {observation_shape}.')
+  return observation_shape
+
+
+def initial_frame_stacking_state(batch_size, observation_shape: Sequence[int],
+                                 stack_size: int) -> Any:
+  """The empty frame stack of `batch_size` rows for `stack_frames`; `()` when `stack_size == 1`."""
+  if stack_size == 1:
+    return ()
+  height, width = observation_shape[:2]
+  return tf.zeros([batch_size, height * width], tf.int32)
+
+
 def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[Any, Any]:
   """Stacks the current frames with the previous ones kept in `frame_stacking_state` (one step).
 
@@ -81,6 +102,22 @@ def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[A
   return stacked, new_state
 
 
+def stack_frames_over_time(frames, done, frame_stacking_state,
+                           stack_size: int) -> tuple[Any, Any]:
+  """`stack_frames` over time-major `[T, B, H, W, 1]` frames and `<bool>[T, B]` done.
+
+  Returns `(stacked [T, B, H, W, stack_size], frame_stacking_state after the last step)`; with
+  `stack_size == 1` the frames as they are and `()`.
+  """
+  if stack_size == 1:
+    return frames, ()
+  # stack_frames resets on done itself, so the initial state given to unroll_recurrent is never
+  # needed by it; passing one keeps both helpers' contracts simple.
+  return networks.unroll_recurrent(
+      lambda step, state: stack_frames(step[0], state, step[1], stack_size),
+      (frames, done), done, frame_stacking_state, tf.zeros_like(frame_stacking_state))
+
+
 def nature_dqn_convs() -> list:
   """The convolutions of the Nature-DQN torso (Mnih et al. 2015), named `conv_0` to `conv_2`.
 
@@ -104,12 +141,7 @@ class DuelingLSTMDQNNet(tf.keras.Model):
   def __init__(self, num_actions: int, observation_shape: Sequence[int], stack_size: int = 1):
     super().__init__(name='DuelingLSTMDQNNet')
     stack_size = int(stack_size)
-    _check_stack_size(stack_size)
-    observation_shape = tuple(int(d) for d in tf.TensorShape(observation_shape))
-    if stack_size > 1 and (len(observation_shape) != 3 or observation_shape[-1] != 1):
-      raise ValueError(
-          f'Frame stacking (stack_size={stack_size}) needs single-channel [H, W, 1] '
-          f'observations, got {observation_shape}.')
+    observation_shape = check_frame_stacking(stack_size, observation_shape)
     self._num_actions = int(num_actions)  # Gymnasium gives numpy integers; Keras wants int.
     self._observation_shape = observation_shape
     self._stack_size = stack_size
@@ -127,12 +159,8 @@ class DuelingLSTMDQNNet(tf.keras.Model):
     """Zero LSTM state `(h, c)` and empty frame stack (`()` without frame stacking)."""
     units = self._core.units
     core_state = (tf.zeros([batch_size, units]), tf.zeros([batch_size, units]))
-    if self._stack_size == 1:
-      frame_stacking_state = ()
-    else:
-      height, width = self._observation_shape[:2]
-      frame_stacking_state = tf.zeros([batch_size, height * width], tf.int32)
-    return AgentState(core_state, frame_stacking_state)
+    return AgentState(core_state, initial_frame_stacking_state(
+        batch_size, self._observation_shape, self._stack_size))
 
   def _torso(self, prev_actions, env_outputs):
     """Conv stack and dense layer on `[N, H, W, stack]` frames, plus reward and previous action."""
@@ -160,20 +188,11 @@ class DuelingLSTMDQNNet(tf.keras.Model):
     action = tf.argmax(q_values, axis=-1, output_type=tf.int32)
     return AgentOutput(action, q_values)
 
-  def _stack_frames_over_time(self, frames, done, frame_stacking_state):
-    if self._stack_size == 1:
-      return frames, ()
-    # stack_frames resets on done itself, so the initial state given to unroll_recurrent is
-    # never needed by it; passing one keeps both helpers' contracts simple.
-    return networks.unroll_recurrent(
-        lambda step, state: stack_frames(step[0], state, step[1], self._stack_size),
-        (frames, done), done, frame_stacking_state, tf.zeros_like(frame_stacking_state))
-
   def _unroll(self, prev_actions, env_outputs, agent_state):
     """Frame stacking, torso, LSTM and head over time-major `[T, B, ...]` inputs."""
     done = tf.convert_to_tensor(env_outputs.done)
-    stacked, frame_stacking_state = self._stack_frames_over_time(
-        env_outputs.observation, done, agent_state.frame_stacking_state)
+    stacked, frame_stacking_state = stack_frames_over_time(
+        env_outputs.observation, done, agent_state.frame_stacking_state, self._stack_size)
     unroll_core = networks.torso_core_head(self._torso, self._unroll_lstm, self._head)
     outputs, core_state = unroll_core(
         prev_actions, env_outputs._replace(observation=stacked, done=done),
