@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -31,9 +32,14 @@ def run_in_logdir(logdir: Optional[str], run: Callable[[pathlib.Path], Any]) -> 
     return run(pathlib.Path(temporary))
 
 
+def _exit_on_sigterm(signum, unused_frame) -> None:
+  sys.exit(128 + signum)
+
+
 class ProcessGroup(object):
   """Starts `python -m MODULE FLAGS EXTRA` processes logging to `logdir/NAME.log`; leaving the
-  `with` block kills every one of them, so a benchmark never leaves processes behind."""
+  `with` block kills every one of them, so a benchmark never leaves processes behind. Inside the
+  block SIGTERM (`kill`, `pkill`) leaves it too, as Ctrl-C does."""
 
   def __init__(self, logdir: pathlib.Path, module: str, flags: Sequence[str],
                env: Optional[Dict[str, str]] = None):
@@ -42,6 +48,7 @@ class ProcessGroup(object):
                      PYTHONUNBUFFERED='1', **(env or {}))
     self.processes: List[subprocess.Popen] = []
     self._logs = []
+    self._previous_sigterm_handler = None
 
   def start(self, name: str, extra: Sequence[str],
             extra_env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
@@ -54,9 +61,13 @@ class ProcessGroup(object):
     return process
 
   def __enter__(self) -> 'ProcessGroup':
+    if threading.current_thread() is threading.main_thread():  # Only it may set handlers.
+      self._previous_sigterm_handler = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     return self
 
   def __exit__(self, *exc_info) -> None:
+    if self._previous_sigterm_handler is not None:
+      signal.signal(signal.SIGTERM, self._previous_sigterm_handler)
     for process in self.processes:
       if process.poll() is None:
         process.send_signal(signal.SIGKILL)

@@ -1,0 +1,52 @@
+"""bench/process_group.py: a benchmark stopped with SIGTERM leaves no process behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tests.processes import ROOT
+
+_BENCH = textwrap.dedent('''
+    import pathlib, sys, time
+    from bench import process_group
+    with process_group.ProcessGroup(pathlib.Path(sys.argv[1]), 'timeit',
+                                    ['-n', '1', '-r', '1', '-s', 'import time',
+                                     'time.sleep(120)']) as group:
+      print(group.start('sleeper', []).pid, flush=True)
+      time.sleep(120)
+''')
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  return True
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_to_a_benchmark_kills_the_processes_it_started(tmp_path):
+  bench = subprocess.Popen([sys.executable, '-c', _BENCH, str(tmp_path)], cwd=ROOT,
+                           stdout=subprocess.PIPE, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+  child_pid = None
+  try:
+    child_pid = int(bench.stdout.readline())
+    assert _alive(child_pid)
+    bench.send_signal(signal.SIGTERM)
+    assert bench.wait(timeout=30) == 128 + signal.SIGTERM
+    deadline = time.time() + 10
+    while _alive(child_pid) and time.time() < deadline:
+      time.sleep(0.1)
+    assert not _alive(child_pid)
+  finally:
+    bench.kill()
+    bench.wait()
+    if child_pid is not None and _alive(child_pid):
+      os.kill(child_pid, signal.SIGKILL)
