@@ -65,7 +65,7 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
           f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
           f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
           f'--entropy_cost={args.entropy_cost}', f'--stack_size={args.stack_size}',
-          f'--lstm_size={args.lstm_size}',
+          f'--lstm_size={args.lstm_size}', f'--epochs_per_step={args.epochs_per_step}',
           f'--{"" if args.full_action_space else "no"}full_action_space',
           f'--total_environment_frames={int(args.frame_budget)}',
           '--save_checkpoint_secs=600', f'--seed={args.seed}']
@@ -90,10 +90,12 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument('--num_actors', type=int, default=2)
   parser.add_argument('--env_batch_size', type=int, default=8)
   parser.add_argument('--unroll_length', type=int, default=20)
-  parser.add_argument('--batch_size', type=int, default=8)
+  parser.add_argument('--batch_size', type=int, default=4)
   parser.add_argument('--learning_rate', type=float, default=6e-4)
   parser.add_argument('--entropy_cost', type=float, default=0.01)
   parser.add_argument('--stack_size', type=int, default=4)
+  parser.add_argument('--epochs_per_step', type=int, default=1,
+                      help='Optimizer steps on each batch (V-trace corrects for the reuse).')
   parser.add_argument('--lstm_size', type=int, default=0)
   parser.add_argument('--full_action_space', action='store_true',
                       help='All 18 actions instead of the game\'s minimal set.')
@@ -113,6 +115,7 @@ def main() -> None:
   print(f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
         f'{args.num_actors} actor(s) x '
         f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
+        f'{args.epochs_per_step} optimizer step(s) per batch, '
         f'lr {args.learning_rate:g} decaying to 0 over {args.frame_budget:g} frames, entropy '
         f'{args.entropy_cost:g}')
   episode_follow.print_result(result, args.window, args.target)

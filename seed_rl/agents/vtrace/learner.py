@@ -3,7 +3,9 @@
 The learner runtime serves the actors and cuts each environment's steps into unrolls of
 `unroll_length + 1` steps (consecutive unrolls share their boundary step); this agent samples
 actions from its policy and trains an actor-critic with V-trace off-policy correction on batches
-of `batch_size` unrolls taken straight from the unroll queue (loss in `learning`).
+of `batch_size` unrolls taken straight from the unroll queue (loss in `learning`), one optimizer
+step on each batch as in the original or, with `epochs_per_step`, several: V-trace's importance
+weights correct for the policy moving between them, as they do for the policy lag.
 """
 
 from typing import Any, Callable
@@ -30,11 +32,29 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     super().__init__(config)
     self._create_agent_fn = create_agent_fn
     self._entropy_cost = None
+    self._epochs_per_step = int(getattr(config, 'epochs_per_step', 1))
+    # With several optimizer steps per training step, the training steps are counted apart.
+    self._training_iterations = None
+
+  def validate_config(self) -> None:
+    if self._epochs_per_step < 1:
+      raise ValueError(f'--epochs_per_step must be at least 1, got {self._epochs_per_step}.')
+
+  def optimizer_steps_per_iteration(self) -> int:
+    return self._epochs_per_step
+
+  def iteration_counter(self, optimizer) -> tf.Variable:
+    if self._training_iterations is None:
+      return optimizer.iterations
+    return self._training_iterations
 
   def create_networks(self, action_space, observation_space, env_output_specs) -> None:
     self.distribution = (
         parametric_distribution.get_parametric_distribution_for_action_space(action_space))
     self.network = self._create_agent_fn(action_space, observation_space, self.distribution)
+    if self._epochs_per_step > 1:
+      self._training_iterations = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                              name='training_iterations')
     self._entropy_cost = getattr(self.network, 'entropy_cost', None)
     if self._entropy_cost is None:
       self._entropy_cost = EntropyCost(self.config.entropy_cost,
@@ -55,13 +75,19 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     trackables = super().checkpointed()
     if isinstance(self._entropy_cost, EntropyCost):
       trackables['entropy_cost'] = self._entropy_cost
+    if self._training_iterations is not None:
+      trackables['training_iterations'] = self._training_iterations
     return trackables
 
   def training_step(self, minimize, iteration) -> None:
     # The batch is taken before the step starts, not inside `minimize`: there, ops that do not
     # depend on the data (the optimizer's step counter) could run even when a stop request
     # makes the dequeue fail, counting a step that never happened.
-    minimize(self.unroll_queue.dequeue_many(self.config.batch_size))
+    batch = self.unroll_queue.dequeue_many(self.config.batch_size)
+    for _ in range(self._epochs_per_step):
+      minimize(batch)
+    if self._training_iterations is not None:
+      self._training_iterations.assign_add(1)
 
   def compute_loss(self, batch):
     unrolls = tensors.make_time_major(batch._replace(agent_state=()))

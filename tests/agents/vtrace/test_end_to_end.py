@@ -124,6 +124,23 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / 'logdir')) == final_path
 
 
+@pytest.mark.timeout(240)
+def test_several_epochs_per_step_count_frames_by_training_steps(tmp_path):
+  """With --epochs_per_step=3 each batch makes 3 optimizer steps; the budget, the progress and
+  the checkpoint's step counter still count training steps (batches of new frames)."""
+  flags = _flags(tmp_path, num_envs=4, env_batch_size=4, total_environment_frames=10 * 4 * 10,
+                 epochs_per_step=3)
+  with Processes(tmp_path) as processes:
+    learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
+    processes.start('actor_0', GYM_MAIN, _actor_flags(flags, 0))
+    assert learner.wait(180) == 0, learner.log()[-3000:]
+  assert 'Training finished at iteration 10 (400 environment frames)' in learner.log()
+  _, values = _checkpoint_values(tmp_path / 'logdir')
+  [training_iterations] = [v for name, v in values.items() if 'training_iterations' in name]
+  [optimizer_steps] = [v for name, v in values.items() if name.startswith('optimizer/_iterations')]
+  assert (training_iterations, optimizer_steps) == (10, 30)
+
+
 @pytest.mark.timeout(600)
 def test_vtrace_learns_cartpole_to_400_within_500k_frames(tmp_path):
   """The gym entry point's defaults, as bench/learn_classic_control.py runs them. The bench

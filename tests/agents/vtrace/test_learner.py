@@ -268,3 +268,11 @@ def test_gradients_flow(target_entropy):
     expected = 2. * ENTROPY_COST * (metrics['policy/entropy'].numpy() - target_entropy)
     assert abs(expected) > 1e-4
     np.testing.assert_allclose(param_gradient.numpy(), expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize('epochs_per_step', [0, -1])
+def test_epochs_per_step_below_one_is_refused(epochs_per_step):
+  agent = learner.VTraceAgent(None, types.SimpleNamespace(epochs_per_step=epochs_per_step))
+  with pytest.raises(ValueError, match=rf'--epochs_per_step must be at least 1, got '
+                                        rf'{epochs_per_step}\.'):
+    agent.validate_config()
