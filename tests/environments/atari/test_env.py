@@ -66,6 +66,15 @@ def _resize(frame):
 
 
 @pytest.mark.timeout(60)
+def test_minimal_action_set_when_not_full_action_space():
+  env = atari_env.create_environment(0, _config(full_action_space=False))
+  assert env.action_space == gymnasium.spaces.Discrete(6)  # Pong's minimal set.
+  env.reset()
+  env.step(5)
+  env.close()
+
+
+@pytest.mark.timeout(60)
 def test_create_reset_step_close():
   env = atari_env.create_environment(0, _config())
   assert env.observation_space == gymnasium.spaces.Box(
