@@ -57,10 +57,13 @@ def test_replay_buffer_larger_than_memory_is_refused_at_start(tmp_path):
 
 
 @pytest.mark.timeout(480)
-def test_r2d2_learns_cartpole_within_400k_frames(tmp_path):
-  # The entry point's defaults reach 475 within 500k frames in bench/learn_classic_control.py,
-  # late for some seeds (445k-483k); the suite asserts an earlier, reliable level.
-  flags = _flags(tmp_path, num_eval_envs=1)
+def test_r2d2_learns_cartpole_to_450_within_500k_frames(tmp_path):
+  """The gym entry point's defaults, as bench/learn_classic_control.py runs them. The bench
+  holds the full form (475 reached, 450 or more over the last 100k frames): with 10-step returns
+  and a replay of 10,000 unrolls 9 seeds of 9 met it on greedy evaluation episodes; their
+  training episodes reached a mean of 450 at 167k-401k frames and of 475 at 175k-438k. The
+  suite asserts 450, which keeps it reliable and within its time."""
+  flags = _flags(tmp_path, num_eval_envs=1, total_environment_frames=500000)
   with Processes(tmp_path) as processes:
     learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
     for task in (0, 1):
@@ -70,16 +73,16 @@ def test_r2d2_learns_cartpole_within_400k_frames(tmp_path):
       log = learner.log()
       returns = episode_returns(learner, 'training')
       frames = frames_progress(learner)
-      if len(returns) >= 20 and np.mean(returns[-20:]) >= 250:
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 450:
         break
       if learner.popen.poll() is not None:
-        pytest.fail(f'no mean return of 250 over 20 episodes within 400k frames; last 20: '
+        pytest.fail(f'no mean return of 450 over 20 episodes within 500k frames; last 20: '
                     f'{returns[-20:]}; log tail:\n{log[-2000:]}')
       time.sleep(1)
     # Frames actors produced beyond those trained on: at most the unroll queue, the replay's
     # warm-up and one partial unroll per environment (20-step unrolls plus 10 of burn-in).
     untrained_frames_bound = (100 + 100 + 16) * 30
-    assert frames + untrained_frames_bound <= 400000
+    assert frames + untrained_frames_bound <= 500000
     # The evaluation environment (id 15) acts but never trains; its episodes are reported.
     learner.wait_for(r'Env id: 15 \(eval\)', timeout=60)
     assert 'Env id: 15 (training)' not in learner.log()
