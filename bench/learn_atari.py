@@ -64,6 +64,7 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
           f'--game={args.game}', f'--num_envs={num_envs}',
           f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
           f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
+          f'--adam_epsilon={args.adam_epsilon}',
           f'--entropy_cost={args.entropy_cost}', f'--stack_size={args.stack_size}',
           f'--lstm_size={args.lstm_size}', f'--epochs_per_step={args.epochs_per_step}',
           f'--{"" if args.full_action_space else "no"}full_action_space',
@@ -92,6 +93,7 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument('--unroll_length', type=int, default=20)
   parser.add_argument('--batch_size', type=int, default=4)
   parser.add_argument('--learning_rate', type=float, default=6e-4)
+  parser.add_argument('--adam_epsilon', type=float, default=3.125e-7)
   parser.add_argument('--entropy_cost', type=float, default=0.01)
   parser.add_argument('--stack_size', type=int, default=4)
   parser.add_argument('--epochs_per_step', type=int, default=1,
@@ -116,7 +118,7 @@ def main() -> None:
         f'{args.num_actors} actor(s) x '
         f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
         f'{args.epochs_per_step} optimizer step(s) per batch, '
-        f'lr {args.learning_rate:g} decaying to 0 over {args.frame_budget:g} frames, entropy '
+        f'lr {args.learning_rate:g} (Adam epsilon {args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, entropy '
         f'{args.entropy_cost:g}')
   episode_follow.print_result(result, args.window, args.target)
 
