@@ -24,6 +24,9 @@ define(flags.DEFINE_float, 'kl_cost', 0., 'Weight of the KL(behaviour || target)
 define(flags.DEFINE_float, 'lambda_', 1., 'Lambda of V-trace (trace mixing).')
 define(flags.DEFINE_float, 'max_abs_reward', 0.,
        'Rewards are clipped to [-max_abs_reward, max_abs_reward]; 0: no clipping.')
+define(flags.DEFINE_float, 'reward_scaling', 1.,
+       'Rewards are multiplied by this (after clipping) in the loss; episode returns are '
+       'reported unscaled.')
 define(flags.DEFINE_integer, 'epochs_per_step', 1,
        'Optimizer steps on each batch of unrolls (1: the original\'s single pass; more reuse '
        'each batch, V-trace correcting for the policy that moved since acting).')

@@ -120,6 +120,7 @@ def _numpy_loss(weights, inputs, entropy_cost, config):
   done = inputs['done'][1:]
   if config.max_abs_reward:
     rewards = np.clip(rewards, -config.max_abs_reward, config.max_abs_reward)
+  rewards = rewards * config.reward_scaling
   discounts = (~done).astype(np.float64) * config.discounting
 
   target_log_probs = _log_softmax(logits)
@@ -170,21 +171,25 @@ def _tf_args(inputs):
   return tf.constant(inputs['prev_actions']), env_outputs, agent_outputs
 
 
-def _config(lambda_=1., max_abs_reward=0., kl_cost=0., target_entropy=None):
+def _config(lambda_=1., max_abs_reward=0., kl_cost=0., target_entropy=None, reward_scaling=1.):
   return types.SimpleNamespace(discounting=.9, lambda_=lambda_, baseline_cost=.7,
                                kl_cost=kl_cost, max_abs_reward=max_abs_reward,
-                               target_entropy=target_entropy)
+                               target_entropy=target_entropy, reward_scaling=reward_scaling)
 
 
-_CASES = list(itertools.product([1., .5], [False, True], [0., 1.], [0., .3], [None, .6]))
+# The options' combinations with rewards unscaled, then scaling after clipping and without it.
+_CASES = ([case + (1.,) for case in
+           itertools.product([1., .5], [False, True], [0., 1.], [0., .3], [None, .6])] +
+          [(.5, True, 1., 0., None, .1), (1., True, 0., .3, .6, 3.)])
 
 
-@pytest.mark.parametrize('lambda_,with_done,max_abs_reward,kl_cost,target_entropy', _CASES)
+@pytest.mark.parametrize('lambda_,with_done,max_abs_reward,kl_cost,target_entropy,reward_scaling',
+                         _CASES)
 def test_compute_loss_matches_numpy_reference(lambda_, with_done, max_abs_reward, kl_cost,
-                                              target_entropy):
+                                              target_entropy, reward_scaling):
   weights = _weights()
   inputs = _inputs(with_done)
-  config = _config(lambda_, max_abs_reward, kl_cost, target_entropy)
+  config = _config(lambda_, max_abs_reward, kl_cost, target_entropy, reward_scaling)
   agent = FakeAgent(weights)
   agent_state = tf.zeros([B, 2])
   prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
@@ -219,7 +224,8 @@ def test_compute_loss_options_change_the_loss():
   for inputs, config in [(_inputs(True), base), (_inputs(False), _config(lambda_=.5)),
                          (_inputs(False), _config(max_abs_reward=1.)),
                          (_inputs(False), _config(kl_cost=.3)),
-                         (_inputs(False), _config(target_entropy=.6))]:
+                         (_inputs(False), _config(target_entropy=.6)),
+                         (_inputs(False), _config(reward_scaling=.1))]:
     assert abs(reference(inputs, config) - plain) > 1e-4
 
 
