@@ -25,6 +25,7 @@ The same file is also the entry point of the processes it starts: run with `--ru
 import argparse
 import pathlib
 import sys
+from typing import Any, Callable, Optional
 
 from bench import episode_follow
 from bench import process_group
@@ -32,8 +33,9 @@ from bench import process_group
 MODULE = 'bench.learn_atari'
 
 
-def _entry_point() -> None:
-  """Runs as the Atari `vtrace_main` with the benchmark's network (learner or actor)."""
+def entry_point_main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None:
+  """Runs as the Atari `vtrace_main` with the benchmark's network (learner or actor), on
+  `create_environment(env_id, config)`'s env (default: the Atari env of `--game`)."""
   from absl import app  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
 
@@ -51,8 +53,8 @@ def _entry_point() -> None:
         stack_size=stack_size.value, observation_shape=observation_space.shape)
 
   def main(argv):
-    entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner',
-                    create_agent, vtrace_main.create_optimizer)
+    entry_point.run(argv, create_environment or env.create_environment,
+                    'seed_rl.agents.vtrace.learner', create_agent, vtrace_main.create_optimizer)
 
   app.run(main)
 
@@ -65,24 +67,26 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
           f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
           f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
           f'--adam_epsilon={args.adam_epsilon}',
-          f'--entropy_cost={args.entropy_cost}', f'--stack_size={args.stack_size}',
+          f'--entropy_cost={args.entropy_cost}', f'--reward_scaling={args.reward_scaling}',
+          f'--stack_size={args.stack_size}',
           f'--lstm_size={args.lstm_size}', f'--epochs_per_step={args.epochs_per_step}',
           f'--{"" if args.full_action_space else "no"}full_action_space',
           f'--total_environment_frames={int(args.frame_budget)}',
           '--save_checkpoint_secs=600', f'--seed={args.seed}']
 
 
-def run(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
+def run(args: argparse.Namespace, logdir: pathlib.Path, module: str = MODULE) -> dict:
   """Trains until the target, the frame budget or the time limit; returns what happened
-  (`episode_follow.follow`)."""
-  return episode_follow.train_and_follow(logdir, MODULE, learner_flags(args, logdir),
+  (`episode_follow.follow`). `module` is the file whose `--run_mode` processes run."""
+  return episode_follow.train_and_follow(logdir, module, learner_flags(args, logdir),
                                          args.num_actors, args.window, args.target,
                                          args.max_minutes)
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-  """The command line (`sys.argv[1:]` by default)."""
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def parse_args(argv=None, description: str = __doc__.split('\n')[0],
+               **defaults: Any) -> argparse.Namespace:
+  """The command line (`sys.argv[1:]` by default); `defaults` replace the flags' defaults."""
+  parser = argparse.ArgumentParser(description=description)
   parser.add_argument('--game', default='Pong')
   parser.add_argument('--frame_budget', type=float, default=1e7)
   parser.add_argument('--max_minutes', type=float, default=60)
@@ -95,6 +99,8 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument('--learning_rate', type=float, default=6e-4)
   parser.add_argument('--adam_epsilon', type=float, default=3.125e-7)
   parser.add_argument('--entropy_cost', type=float, default=0.01)
+  parser.add_argument('--reward_scaling', type=float, default=1.,
+                      help='Rewards (clipped to [-1, 1]) are multiplied by this in the loss.')
   parser.add_argument('--stack_size', type=int, default=4)
   parser.add_argument('--epochs_per_step', type=int, default=1,
                       help='Optimizer steps on each batch (V-trace corrects for the reuse).')
@@ -105,26 +111,33 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument('--logdir', default=None,
                       help='New directory that keeps the logs, checkpoints and TensorBoard '
                            'events (default: a temporary one).')
+  parser.set_defaults(**defaults)
   return parser.parse_args(argv)
+
+
+def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE) -> None:
+  """Runs `module`'s learner and actors with `args` and prints `setting` (what ran) and the
+  result."""
+  result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir, module))
+  print(setting)
+  episode_follow.print_result(result, args.window, args.target)
 
 
 def main() -> None:
   args = parse_args()
-  result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
   memory = f'{args.stack_size} stacked frames' + (
       f' + LSTM {args.lstm_size}' if args.lstm_size else '')
   actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
-  print(f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
-        f'{args.num_actors} actor(s) x '
-        f'{args.env_batch_size} env(s), unroll {args.unroll_length}, batch {args.batch_size}, '
-        f'{args.epochs_per_step} optimizer step(s) per batch, '
-        f'lr {args.learning_rate:g} (Adam epsilon {args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, entropy '
-        f'{args.entropy_cost:g}')
-  episode_follow.print_result(result, args.window, args.target)
+  run_and_report(args, f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
+                 f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
+                 f'{args.unroll_length}, batch {args.batch_size}, {args.epochs_per_step} '
+                 f'optimizer step(s) per batch, lr {args.learning_rate:g} (Adam epsilon '
+                 f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, '
+                 f'entropy {args.entropy_cost:g}, rewards scaled by {args.reward_scaling:g}')
 
 
 if __name__ == '__main__':
   if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
-    _entry_point()
+    entry_point_main()
   else:
     main()

@@ -1,0 +1,48 @@
+"""bench/pixel_bandit.py: the bandit's rules, and the Atari V-trace path learning it."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bench import pixel_bandit
+from tests.processes import ROOT
+
+
+def _side(frame):
+  return 0 if frame[40, 20, 0] == 255 else 1
+
+
+def test_the_reward_is_for_the_action_naming_the_side_shown():
+  env = pixel_bandit.PixelBandit(seed=3)
+  frame, _ = env.reset(seed=3)
+  sides = []
+  for step in range(pixel_bandit.EPISODE_STEPS):
+    side = _side(frame)
+    assert frame[40, 20 if side == 1 else 64, 0] == 0  # One block, on one side only.
+    sides.append(side)
+    frame, reward, terminated, truncated, _ = env.step(side)
+    assert reward == 1. and not terminated
+    assert truncated == (step == pixel_bandit.EPISODE_STEPS - 1)
+  assert 0 < np.mean(sides) < 1
+  first, _ = env.reset(seed=3)
+  assert _side(first) == sides[0]  # The same seed, the same sides.
+  for _ in range(10):
+    frame, reward, _, _, _ = env.step(1 - _side(frame))
+    assert reward == 0.
+  assert env.step(5)[1] == 0.
+
+
+@pytest.mark.timeout(300)
+def test_the_atari_vtrace_path_learns_to_read_the_frames(tmp_path):
+  # 25 is the most a policy ignoring the frames gets; the bench stops at its target of 45
+  # (reached at about 27k frames when measured).
+  result = subprocess.run(
+      [sys.executable, '-m', 'bench.pixel_bandit', '--max_minutes=4',
+       f'--logdir={tmp_path / "run"}'],
+      cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert re.search(r'REACHED mean return > 45 over 20 episodes after \d+ environment frames',
+                   result.stdout), result.stdout + result.stderr[-3000:]
