@@ -125,12 +125,12 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
 
 
 @pytest.mark.timeout(600)
-def test_vtrace_learns_cartpole_to_400_within_500k_frames(tmp_path):
-  """The gym entry point's defaults, as bench/learn_classic_control.py runs them. The bench
-  holds the full form (475 reached, 450 or more over the last 100k frames): with lambda 0.95,
-  8 seeds of 8 met it, reaching 400 at 144k-300k frames. With the former lambda 1, 6 runs of
-  this seed in this test gave 3 that held 500, one that peaked at 474, one unrecorded failure
-  and one collapse from 345 at 125k frames to 121. The suite asserts 400."""
+def test_vtrace_learns_cartpole_to_475_within_500k_frames(tmp_path):
+  """The gym entry point's defaults, as bench/learn_classic_control.py runs them: a mean return
+  of 475 over 20 episodes within the budget. The bench also holds the rest of the full form
+  (450 or more over the last 100k frames), which needs the whole budget: with rewards scaled
+  by 0.1 the seeds measured reached 475 at 83k-95k frames and held 499-500 (before the scaling
+  reached 400 at 144k-300k, so this test asserted 400)."""
   flags = _flags(tmp_path, num_envs=16, env_batch_size=8, inference_batch_size=16,
                  total_environment_frames=500000)
   flags = [f for f in flags if not f.startswith(('--unroll_length=', '--batch_size='))]
@@ -141,10 +141,10 @@ def test_vtrace_learns_cartpole_to_400_within_500k_frames(tmp_path):
     while True:
       returns = episode_returns(learner)
       frames = frames_progress(learner)
-      if len(returns) >= 20 and np.mean(returns[-20:]) >= 400:
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 475:
         break
       if learner.popen.poll() is not None:
-        pytest.fail(f'no mean return of 400 over 20 episodes within 500k frames; last 20: '
+        pytest.fail(f'no mean return of 475 over 20 episodes within 500k frames; last 20: '
                     f'{returns[-20:]}; log tail:\n{learner.log()[-2000:]}')
       time.sleep(1)
     # Returns are logged just before the frame count, so `frames` bounds where they ended.
