@@ -123,17 +123,22 @@ def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE)
   episode_follow.print_result(result, args.window, args.target)
 
 
-def main() -> None:
-  args = parse_args()
+def setting(args: argparse.Namespace) -> str:
+  """What runs, in one line."""
   memory = f'{args.stack_size} stacked frames' + (
       f' + LSTM {args.lstm_size}' if args.lstm_size else '')
   actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
-  run_and_report(args, f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
-                 f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
-                 f'{args.unroll_length}, batch {args.batch_size}, {args.epochs_per_step} '
-                 f'optimizer step(s) per batch, lr {args.learning_rate:g} (Adam epsilon '
-                 f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, '
-                 f'entropy {args.entropy_cost:g}, rewards scaled by {args.reward_scaling:g}')
+  return (f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
+          f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
+          f'{args.unroll_length}, batch {args.batch_size}, {args.epochs_per_step} optimizer '
+          f'step(s) per batch, lr {args.learning_rate:g} (Adam epsilon {args.adam_epsilon:g}) '
+          f'decaying to 0 over {args.frame_budget:g} frames, entropy {args.entropy_cost:g}, '
+          f'rewards scaled by {args.reward_scaling:g}')
+
+
+def main() -> None:
+  args = parse_args()
+  run_and_report(args, setting(args))
 
 
 if __name__ == '__main__':

@@ -44,5 +44,8 @@ def test_the_atari_vtrace_path_learns_to_read_the_frames(tmp_path):
        f'--logdir={tmp_path / "run"}'],
       cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.startswith('atari vtrace path on the pixel bandit'), result.stdout
+  assert re.search(r'^\s+\d+ frames,\s+20 episodes: mean return of the last 20 = \d+\.\d\d$',
+                   result.stdout, re.M), result.stdout
   assert re.search(r'REACHED mean return > 45 over 20 episodes after \d+ environment frames',
                    result.stdout), result.stdout + result.stderr[-3000:]
