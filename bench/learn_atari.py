@@ -16,7 +16,8 @@ point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at seve
 The agent acts with the game's minimal action set (6 actions for Pong) unless
 `--full_action_space`. The other settings are the Atari entry point's (IMPALA's: unrolls of 20,
 entropy cost 0.01, rewards clipped to [-1, 1], frame skip 4, Adam with the rate decaying linearly
-to 0 over the budget) with a smaller batch, for more gradient steps per frame.
+to 0 over the budget) with a smaller batch, for more gradient steps per frame; `--reward_scaling`
+multiplies the clipped rewards in the loss.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `seed_rl.environments.atari.vtrace_main` with that network.

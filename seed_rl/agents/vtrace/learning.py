@@ -39,7 +39,8 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
       belong to the action of step t-1; agent_outputs hold the behaviour policy's logits.
     entropy_cost: callable returning the current entropy cost.
     config: hyper-parameters `discounting`, `lambda_`, `baseline_cost`, `kl_cost`,
-      `max_abs_reward` and `target_entropy`.
+      `max_abs_reward` and `target_entropy`; optionally `reward_scaling` (1 when absent), which
+      multiplies the clipped rewards.
 
   Returns:
     `(total_loss, metrics)`, metrics a dict of named scalars.
