@@ -42,7 +42,7 @@ flags.DEFINE_float('action_ratio', 30., 'Ratio between the largest and the small
 # the first advantages are large and of one sign, and on Acrobot the policy became
 # deterministic (entropy 0.0002 nats) by the time the value reached -100, at 9,000 frames, and
 # never learned. Scaled, the value reached its level at 5,000 frames with the entropy still at
-# 0.25: Acrobot learns as PPO does, and CartPole reaches 475 about 2.5x sooner (README, "The
+# 0.25: Acrobot learns as PPO does, and CartPole reaches 475 2.5-4x sooner (README, "The
 # classic-control defaults").
 for name, value in [('unroll_length', 10), ('batch_size', 4), ('entropy_cost', 0.001),
                     ('lambda_', 0.95), ('lr_decay_multiplier', 0.), ('reward_scaling', 0.1),
