@@ -1,7 +1,7 @@
-r"""Learning benchmark: V-trace on Pong with a frame budget, until a mean return of +15.
+r"""Learning benchmark: V-trace or PPO on Pong with a frame budget, until a mean return of +15.
 
-  python -m bench.learn_atari [--frame_budget 1e7] [--num_actors 2] [--env_batch_size 8]
-                              [--max_minutes 60] [--logdir DIR]
+  python -m bench.learn_atari [--agent vtrace|ppo] [--frame_budget 1e7] [--num_actors 2]
+                              [--env_batch_size 8] [--max_minutes 60] [--logdir DIR]
 
 Starts a real learner and `num_actors` actors (unix socket, as `./run_local.sh atari vtrace`
 does) and follows the learner's per-episode log lines. It stops when the mean raw return (the
@@ -11,69 +11,70 @@ windowed mean returns against frames, and the frames and wall time to the target
 
 The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
 `stack_size` frames, stacked inside the network (the actors send single frames), the memory
-Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso. The entry
-point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several thousand.
-The agent acts with the game's minimal action set (6 actions for Pong) unless
-`--full_action_space`. The other settings are the Atari entry point's (IMPALA's: unrolls of 20,
-entropy cost 0.01, rewards clipped to [-1, 1], frame skip 4, Adam with the rate decaying linearly
-to 0 over the budget) with a smaller batch, for more gradient steps per frame; `--reward_scaling`
-multiplies the clipped rewards in the loss.
+Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso (V-trace).
+The entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
+thousand. The agent acts with the game's minimal action set (6 actions for Pong) unless
+`--full_action_space`. Rewards are clipped to [-1, 1], frames skipped 4 at a time, Adam's rate
+decays linearly to 0 over the budget, the entropy cost is 0.01; `--reward_scaling` multiplies
+the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
+- `vtrace`: the Atari entry point's (IMPALA's: unrolls of 20) with a smaller batch, for more
+  gradient steps per frame;
+- `ppo`: the configurable on-policy agent with Schulman et al. (2017)'s Atari settings: steps
+  of 1,024 transitions (16 unrolls of 64), 3 epochs of 4 minibatches, clipping 0.1, GAE 0.95,
+  advantages normalized per minibatch, gradient norm clipped to 0.5, rate 2.5e-4.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
-`seed_rl.environments.atari.vtrace_main` with that network.
+`bench/nature_entry_points.py`'s learner or actor.
 """
 
 import argparse
 import pathlib
 import sys
-from typing import Any, Callable, Optional
+from typing import Any
 
 from bench import episode_follow
+from bench import nature_entry_points
 from bench import process_group
 
 MODULE = 'bench.learn_atari'
 
 
-def entry_point_main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None:
-  """Runs as the Atari `vtrace_main` with the benchmark's network (learner or actor), on
-  `create_environment(env_id, config)`'s env (default: the Atari env of `--game`)."""
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
-
-  from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
-  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
-  from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
-
-  stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
-  lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
-
-  def create_agent(unused_action_space, observation_space, parametric_action_distribution):
-    from bench import nature_networks  # pylint: disable=g-import-not-at-top
-    return nature_networks.NatureActorCritic(
-        parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
-        stack_size=stack_size.value, observation_shape=observation_space.shape)
-
-  def main(argv):
-    entry_point.run(argv, create_environment or env.create_environment,
-                    'seed_rl.agents.vtrace.learner', create_agent, vtrace_main.create_optimizer)
-
-  app.run(main)
+# Each agent's defaults of the flags whose meaning or value depends on it. V-trace: IMPALA's
+# Atari settings with a smaller batch, for more gradient steps per frame. PPO: Schulman et al.
+# (2017)'s Atari settings, 1,024 transitions per training step (16 unrolls of 64 steps) in 3
+# epochs of 4 minibatches.
+AGENT_DEFAULTS = {
+    'vtrace': dict(unroll_length=20, batch_size=4, batches_per_step=1, epochs_per_step=1,
+                   learning_rate=6e-4, adam_epsilon=3.125e-7),
+    'ppo': dict(unroll_length=64, batch_size=4, batches_per_step=4, epochs_per_step=3,
+                learning_rate=2.5e-4, adam_epsilon=1e-5),
+}
 
 
 def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
   """The flags of the learner and the actors."""
   num_envs = args.num_actors * args.env_batch_size
-  return [f'--logdir={logdir}', f'--server_address=unix:{logdir}/learner.sock',
-          f'--game={args.game}', f'--num_envs={num_envs}',
-          f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
-          f'--batch_size={args.batch_size}', f'--learning_rate={args.learning_rate}',
-          f'--adam_epsilon={args.adam_epsilon}',
-          f'--entropy_cost={args.entropy_cost}', f'--reward_scaling={args.reward_scaling}',
-          f'--stack_size={args.stack_size}',
-          f'--lstm_size={args.lstm_size}', f'--epochs_per_step={args.epochs_per_step}',
-          f'--{"" if args.full_action_space else "no"}full_action_space',
-          f'--total_environment_frames={int(args.frame_budget)}',
-          '--save_checkpoint_secs=600', f'--seed={args.seed}']
+  common = [f'--agent={args.agent}', f'--logdir={logdir}',
+            f'--server_address=unix:{logdir}/learner.sock', f'--game={args.game}',
+            f'--num_envs={num_envs}', f'--env_batch_size={args.env_batch_size}',
+            f'--unroll_length={args.unroll_length}', f'--batch_size={args.batch_size}',
+            f'--epochs_per_step={args.epochs_per_step}',
+            f'--learning_rate={args.learning_rate}', f'--stack_size={args.stack_size}',
+            f'--{"" if args.full_action_space else "no"}full_action_space',
+            f'--total_environment_frames={int(args.frame_budget)}',
+            '--save_checkpoint_secs=600', f'--seed={args.seed}']
+  if args.agent == 'vtrace':
+    return common + [f'--adam_epsilon={args.adam_epsilon}', f'--entropy_cost={args.entropy_cost}',
+                     f'--reward_scaling={args.reward_scaling}', f'--lstm_size={args.lstm_size}']
+  gin_bindings = [f'KLPolicyRegularizer.entropy={args.entropy_cost}',
+                  f'ppo.epsilon={args.ppo_epsilon}', 'ppo.normalize_advantages=True',
+                  'GeneralizedOnPolicyLoss.max_abs_reward=1.',
+                  f'GeneralizedOnPolicyLoss.reward_scaling={args.reward_scaling}',
+                  'GeneralizedOnPolicyLoss.baseline_cost=0.5',
+                  f'tf.keras.optimizers.Adam.epsilon={args.adam_epsilon}']
+  return common + [f'--batches_per_step={args.batches_per_step}', '--batch_mode=shuffle',
+                   '--clip_norm=0.5', '--lr_decay_multiplier=0', '--log_episode_frequency=1'
+                   ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
 
 
 def run(args: argparse.Namespace, logdir: pathlib.Path, module: str = MODULE) -> dict:
@@ -88,6 +89,7 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
                **defaults: Any) -> argparse.Namespace:
   """The command line (`sys.argv[1:]` by default); `defaults` replace the flags' defaults."""
   parser = argparse.ArgumentParser(description=description)
+  parser.add_argument('--agent', choices=sorted(AGENT_DEFAULTS), default='vtrace')
   parser.add_argument('--game', default='Pong')
   parser.add_argument('--frame_budget', type=float, default=1e7)
   parser.add_argument('--max_minutes', type=float, default=60)
@@ -95,16 +97,21 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--window', type=int, default=20)
   parser.add_argument('--num_actors', type=int, default=2)
   parser.add_argument('--env_batch_size', type=int, default=8)
-  parser.add_argument('--unroll_length', type=int, default=20)
-  parser.add_argument('--batch_size', type=int, default=4)
-  parser.add_argument('--learning_rate', type=float, default=6e-4)
-  parser.add_argument('--adam_epsilon', type=float, default=3.125e-7)
+  parser.add_argument('--unroll_length', type=int)
+  parser.add_argument('--batch_size', type=int,
+                      help='Unrolls per batch (V-trace) or per minibatch (PPO).')
+  parser.add_argument('--batches_per_step', type=int,
+                      help='PPO: minibatches in each epoch of a training step.')
+  parser.add_argument('--learning_rate', type=float)
+  parser.add_argument('--adam_epsilon', type=float)
+  parser.add_argument('--ppo_epsilon', type=float, default=0.1,
+                      help='PPO: the clipping of the probability ratio.')
   parser.add_argument('--entropy_cost', type=float, default=0.01)
   parser.add_argument('--reward_scaling', type=float, default=1.,
                       help='Rewards (clipped to [-1, 1]) are multiplied by this in the loss.')
   parser.add_argument('--stack_size', type=int, default=4)
-  parser.add_argument('--epochs_per_step', type=int, default=1,
-                      help='Optimizer steps on each batch (V-trace corrects for the reuse).')
+  parser.add_argument('--epochs_per_step', type=int,
+                      help='Passes over each batch (V-trace corrects for the reuse).')
   parser.add_argument('--lstm_size', type=int, default=0)
   parser.add_argument('--full_action_space', action='store_true',
                       help='All 18 actions instead of the game\'s minimal set.')
@@ -113,7 +120,16 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
                       help='New directory that keeps the logs, checkpoints and TensorBoard '
                            'events (default: a temporary one).')
   parser.set_defaults(**defaults)
-  return parser.parse_args(argv)
+  args = parser.parse_args(argv)
+  for name, value in AGENT_DEFAULTS[args.agent].items():
+    if getattr(args, name) is None:
+      setattr(args, name, value)
+  if args.agent == 'vtrace' and args.batches_per_step != 1:
+    parser.error('--batches_per_step is for --agent=ppo (V-trace trains on each batch once per '
+                 'epoch)')
+  if args.agent == 'ppo' and args.lstm_size:
+    parser.error('--lstm_size is for --agent=vtrace (PPO\'s network keeps frames only)')
+  return args
 
 
 def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE) -> None:
@@ -129,12 +145,16 @@ def setting(args: argparse.Namespace) -> str:
   memory = f'{args.stack_size} stacked frames' + (
       f' + LSTM {args.lstm_size}' if args.lstm_size else '')
   actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
-  return (f'atari vtrace on {args.game}, Nature-DQN torso on {memory}, {actions}, '
+  if args.agent == 'vtrace':
+    training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch')
+  else:
+    training = (f'{args.batches_per_step} minibatches of {args.batch_size} unrolls per step, '
+                f'{args.epochs_per_step} epochs, clipping {args.ppo_epsilon:g}')
+  return (f'atari {args.agent} on {args.game}, Nature-DQN torso on {memory}, {actions}, '
           f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
-          f'{args.unroll_length}, batch {args.batch_size}, {args.epochs_per_step} optimizer '
-          f'step(s) per batch, lr {args.learning_rate:g} (Adam epsilon {args.adam_epsilon:g}) '
-          f'decaying to 0 over {args.frame_budget:g} frames, entropy {args.entropy_cost:g}, '
-          f'rewards scaled by {args.reward_scaling:g}')
+          f'{args.unroll_length}, {training}, lr {args.learning_rate:g} (Adam epsilon '
+          f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, entropy '
+          f'{args.entropy_cost:g}, rewards scaled by {args.reward_scaling:g}')
 
 
 def main() -> None:
@@ -144,6 +164,6 @@ def main() -> None:
 
 if __name__ == '__main__':
   if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
-    entry_point_main()
+    nature_entry_points.main()
   else:
     main()

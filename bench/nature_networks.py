@@ -69,6 +69,41 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
                                          core_state, unroll)
 
 
+class NatureOnPolicyAgent(tf.Module):
+  """The configurable on-policy learner's agent (PPO) on Atari: a `NatureActorCritic` without
+  LSTM behind that learner's calling convention,
+  `agent((prev_actions, env_outputs), core_state, unroll=False, is_training=False)`.
+
+  The network scales the frames to [0, 1] itself, so the observation statistics that the learner
+  updates for its MLP agent have nothing to do here.
+  """
+
+  def __init__(self, parametric_action_distribution, stack_size: int = 4,
+               observation_shape=(84, 84, 1)):
+    super().__init__(name='NatureOnPolicyAgent')
+    self._network = NatureActorCritic(parametric_action_distribution, stack_size=stack_size,
+                                      observation_shape=observation_shape)
+
+  @property
+  def variables(self):
+    return self._network.variables
+
+  @property
+  def trainable_variables(self):
+    return self._network.trainable_variables
+
+  def initial_state(self, batch_size):
+    return self._network.initial_state(batch_size)
+
+  def update_observation_normalization_statistics(self, unused_observations) -> None:
+    """Nothing to update (see the class docstring)."""
+
+  def __call__(self, input_, core_state, unroll=False, is_training=False):
+    prev_actions, env_outputs = input_
+    return self._network(prev_actions, networks.as_env_output(env_outputs), core_state,
+                         unroll=unroll, is_training=is_training)
+
+
 class NatureDQNNet(atari_networks.DuelingLSTMDQNNet):
   """R2D2: the Atari R2D2 network without its LSTM (frame stack, Nature-DQN torso with the reward
   and one-hot previous action, dueling head).

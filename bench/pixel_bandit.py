@@ -23,6 +23,7 @@ import gymnasium
 import numpy as np
 
 from bench import learn_atari
+from bench import nature_entry_points
 
 MODULE = 'bench.pixel_bandit'
 EPISODE_STEPS = 50
@@ -75,6 +76,6 @@ def main() -> None:
 
 if __name__ == '__main__':
   if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
-    learn_atari.entry_point_main(create_environment)
+    nature_entry_points.main(create_environment)
   else:
     main()

@@ -1,7 +1,10 @@
 """bench/learn_atari.py's command line. Its learner, actors and printed curve run in
 tests/bench/test_pixel_bandit.py, on the bandit instead of Pong."""
 
+import pytest
+
 from bench import learn_atari
+from bench import nature_entry_points
 
 
 def test_the_bench_passes_its_setting_to_the_learner(tmp_path):
@@ -20,3 +23,34 @@ def test_the_bench_prints_its_setting():
       '2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) per batch, lr 0.0006 '
       '(Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, entropy 0.01, rewards scaled '
       'by 0.1')
+
+
+def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(tmp_path):
+  args = learn_atari.parse_args(['--agent', 'ppo', '--learning_rate', '1e-4'])
+  flags = learn_atari.learner_flags(args, tmp_path)
+  assert {'--agent=ppo', '--unroll_length=64', '--batch_size=4', '--batches_per_step=4',
+          '--epochs_per_step=3', '--learning_rate=0.0001', '--batch_mode=shuffle',
+          '--gin_bindings=KLPolicyRegularizer.entropy=0.01', '--gin_bindings=ppo.epsilon=0.1',
+          '--gin_bindings=tf.keras.optimizers.Adam.epsilon=1e-05'} <= set(flags)
+  assert not any(flag.startswith('--lstm_size') for flag in flags)
+  assert learn_atari.setting(args).startswith(
+      'atari ppo on Pong, Nature-DQN torso on 4 stacked frames, minimal action set, 2 actor(s) x '
+      '8 env(s), unroll 64, 4 minibatches of 4 unrolls per step, 3 epochs, clipping 0.1, '
+      'lr 0.0001 (Adam epsilon 1e-05)')
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--agent', 'ppo', '--lstm_size', '256'], '--lstm_size is for --agent=vtrace'),
+    (['--batches_per_step', '2'], '--batches_per_step is for --agent=ppo'),
+])
+def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
+  with pytest.raises(SystemExit):
+    learn_atari.parse_args(argv)
+  assert message in capsys.readouterr().err
+
+
+def test_the_processes_read_their_agent_before_absl_parses_the_flags():
+  assert nature_entry_points.agent_of(['prog', '--run_mode=actor']) == 'vtrace'
+  assert nature_entry_points.agent_of(['prog', '--agent=ppo', '--task=0']) == 'ppo'
+  with pytest.raises(SystemExit, match='--agent must be one of vtrace, ppo'):
+    nature_entry_points.agent_of(['prog', '--agent=dqn'])

@@ -1,4 +1,4 @@
-"""The benchmarks' V-trace Nature network with frames stacked inside it (real TensorFlow)."""
+"""The benchmarks' Nature networks with frames stacked inside them (real TensorFlow)."""
 
 import gymnasium
 import numpy as np
@@ -71,3 +71,30 @@ def test_state_is_the_lstm_state_and_the_frame_stack():
   assert frame_stack.shape == [3, 84 * 84] and frame_stack.dtype == tf.int32
   with pytest.raises(ValueError, match='single-channel'):
     _net(stack_size=4, observation_shape=(84, 84, 3))
+
+
+@pytest.mark.timeout(60)
+def test_the_on_policy_agent_is_the_network_behind_the_on_policy_learners_convention():
+  distribution = parametric_distribution.get_parametric_distribution_for_action_space(
+      gymnasium.spaces.Discrete(NUM_ACTIONS))
+  agents = [nature_networks.NatureOnPolicyAgent(distribution) for _ in range(2)]
+  rng = np.random.RandomState(3)
+  prev_actions, env_outputs = _inputs(rng, [3, 2], done=[[False] * 2, [True, False], [False] * 2])
+  for agent in agents:  # Builds the variables, as the learner does with zero inputs.
+    agent((prev_actions[0], tuple(tf.nest.map_structure(lambda x: x[0], env_outputs))),
+          agent.initial_state(2))
+  # The learner copies the training agent into the inference one variable by variable.
+  first, second = agents
+  assert [v.shape for v in first.variables] == [v.shape for v in second.variables]
+  for target, source in zip(second.variables, first.variables):
+    target.assign(source)
+  with tf.GradientTape() as tape:
+    outputs = [agent((prev_actions, tuple(env_outputs)), agent.initial_state(2), unroll=True,
+                     is_training=True)[0] for agent in agents]
+    loss = tf.reduce_sum(outputs[0].policy_logits) + tf.reduce_sum(outputs[0].baseline)
+  np.testing.assert_allclose(outputs[0].policy_logits, outputs[1].policy_logits, atol=1e-6)
+  assert outputs[0].policy_logits.shape == [3, 2, NUM_ACTIONS]
+  gradients = tape.gradient(loss, first.trainable_variables)
+  # 3 convolutions, the dense layer and the 2 heads, a kernel and a bias each.
+  assert len(gradients) == 12 and all(g is not None for g in gradients)
+  first.update_observation_normalization_statistics(env_outputs.observation)  # Nothing to do.

@@ -1,0 +1,71 @@
+"""The learner and actor processes of `bench/learn_atari.py` and `bench/pixel_bandit.py`: an
+Atari entry point with the Nature-DQN network of `bench/nature_networks.py`, training V-trace or
+PPO (the configurable on-policy agent) as `--agent` says.
+
+V-trace runs as `seed_rl.environments.atari.vtrace_main` does, with this network. PPO has no Atari
+entry point in seed_rl (the original had none either); here it gets the Atari env flags, the
+on-policy agent's flags and gin bindings, and the network without LSTM: its minibatches are whole
+unrolls (`--batch_mode=shuffle`), so the frame stack kept in the network's state stays right.
+"""
+
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+AGENTS = ('vtrace', 'ppo')
+
+
+def agent_of(argv: Sequence[str]) -> str:
+  """The `--agent=NAME` of a process's command line; 'vtrace' without one.
+
+  Read before absl parses the flags, since each agent defines its own.
+  """
+  agent = 'vtrace'
+  for arg in argv[1:]:
+    if arg.startswith('--agent='):
+      agent = arg[len('--agent='):]
+  if agent not in AGENTS:
+    raise SystemExit(f'--agent must be one of {", ".join(AGENTS)}, got {agent!r}')
+  return agent
+
+
+def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None:
+  """Runs the learner or an actor of `--agent` on `create_environment(env_id, config)`'s env
+  (default: the Atari env of `--game`)."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+
+  from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+
+  agent = agent_of(sys.argv)
+  flags.DEFINE_enum('agent', 'vtrace', AGENTS, 'The agent that learns.')
+  stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
+  if agent == 'ppo':
+    from seed_rl.agents.policy_gradient import main_flags  # pylint: disable=g-import-not-at-top
+    from seed_rl.environments.atari import env_flags  # pylint: disable=g-import-not-at-top,unused-import
+
+    def create_agent(unused_action_space, observation_space, parametric_action_distribution):
+      from bench import nature_networks  # pylint: disable=g-import-not-at-top
+      return nature_networks.NatureOnPolicyAgent(
+          parametric_action_distribution, stack_size=stack_size.value,
+          observation_shape=observation_space.shape)
+
+    learner = ('seed_rl.agents.policy_gradient.learner', create_agent,
+               main_flags.create_optimizer, main_flags.parse_gin)
+  else:
+    from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
+    lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
+
+    def create_agent(unused_action_space, observation_space,  # pylint: disable=function-redefined
+                     parametric_action_distribution):
+      from bench import nature_networks  # pylint: disable=g-import-not-at-top
+      return nature_networks.NatureActorCritic(
+          parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
+          stack_size=stack_size.value, observation_shape=observation_space.shape)
+
+    learner = ('seed_rl.agents.vtrace.learner', create_agent, vtrace_main.create_optimizer, None)
+
+  learner_module, create_agent_fn, create_optimizer_fn, prepare_learner = learner
+  app.run(lambda argv: entry_point.run(
+      argv, create_environment or env.create_environment, learner_module, create_agent_fn,
+      create_optimizer_fn, prepare_learner=prepare_learner))
