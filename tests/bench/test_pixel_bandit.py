@@ -1,4 +1,5 @@
-"""bench/pixel_bandit.py: the bandit's rules, and the Atari V-trace path learning it."""
+"""bench/pixel_bandit.py: the bandit's rules, the Atari V-trace path learning it and the PPO path
+training on it."""
 
 import re
 import subprocess
@@ -49,3 +50,20 @@ def test_the_atari_vtrace_path_learns_to_read_the_frames(tmp_path):
                    result.stdout, re.M), result.stdout
   assert re.search(r'REACHED mean return > 45 over 20 episodes after \d+ environment frames',
                    result.stdout), result.stdout + result.stderr[-3000:]
+
+
+@pytest.mark.timeout(300)
+def test_the_atari_ppo_path_trains_on_the_bandit(tmp_path):
+  """The on-policy learner with the Nature network and whole-unroll minibatches, over two
+  training steps (learning the bandit takes it about 100k frames, longer than the suite has)."""
+  result = subprocess.run(
+      [sys.executable, '-m', 'bench.pixel_bandit', '--agent=ppo', '--frame_budget=8192',
+       '--max_minutes=4', f'--logdir={tmp_path / "run"}'],
+      cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.startswith('atari ppo path on the pixel bandit'), result.stdout
+  assert 'NOT reached (frame budget spent): 8192 frames trained on' in result.stdout, result.stdout
+  learner_log = (tmp_path / 'run' / 'learner.log').read_text()
+  assert 'Training finished at iteration 2 (8192 environment frames)' in learner_log
+  # The bindings the bench passes reached the loss.
+  assert 'ppo.normalize_advantages = True' in (tmp_path / 'run' / 'learner.gin').read_text()
