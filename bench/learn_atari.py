@@ -30,7 +30,7 @@ The same file is also the entry point of the processes it starts: run with `--ru
 import argparse
 import pathlib
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 from bench import episode_follow
 from bench import nature_entry_points
@@ -77,10 +77,13 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
                    ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
 
 
-def run(args: argparse.Namespace, logdir: pathlib.Path, module: str = MODULE) -> dict:
+def run(args: argparse.Namespace, logdir: pathlib.Path, module: str = MODULE,
+        extra_flags: Sequence[str] = ()) -> dict:
   """Trains until the target, the frame budget or the time limit; returns what happened
-  (`episode_follow.follow`). `module` is the file whose `--run_mode` processes run."""
-  return episode_follow.train_and_follow(logdir, module, learner_flags(args, logdir),
+  (`episode_follow.follow`). `module` is the file whose `--run_mode` processes run, with
+  `extra_flags` after the bench's own."""
+  return episode_follow.train_and_follow(logdir, module,
+                                         learner_flags(args, logdir) + list(extra_flags),
                                          args.num_actors, args.window, args.target,
                                          args.max_minutes)
 
@@ -132,10 +135,12 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   return args
 
 
-def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE) -> None:
-  """Runs `module`'s learner and actors with `args` and prints `setting` (what ran) and the
-  result."""
-  result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir, module))
+def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE,
+                   extra_flags: Sequence[str] = ()) -> None:
+  """Runs `module`'s learner and actors with `args` (and `extra_flags`) and prints `setting`
+  (what ran) and the result."""
+  result = process_group.run_in_logdir(args.logdir,
+                                       lambda logdir: run(args, logdir, module, extra_flags))
   print(setting)
   episode_follow.print_result(result, args.window, args.target)
 

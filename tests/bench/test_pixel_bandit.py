@@ -1,5 +1,5 @@
-"""bench/pixel_bandit.py: the bandit's rules, the Atari V-trace path learning it and the PPO path
-training on it."""
+"""bench/pixel_bandit.py: the bandit's rules, the Atari V-trace path learning it (pixels and frame
+stack) and the PPO path training on it."""
 
 import re
 import subprocess
@@ -36,16 +36,35 @@ def test_the_reward_is_for_the_action_naming_the_side_shown():
   assert env.step(5)[1] == 0.
 
 
+def test_with_a_delay_the_reward_is_for_the_side_shown_that_many_frames_before():
+  env = pixel_bandit.PixelBandit(seed=4, answer_delay=2)
+  frames = [env.reset()[0]]
+  for step in range(pixel_bandit.EPISODE_STEPS):
+    answer = _side(frames[-3]) if step >= 2 else None
+    # Every action but the answer earns nothing; the first 2 steps have no answer.
+    action = 5 if answer is None else answer
+    frame, reward, _, truncated, _ = env.step(action)
+    assert reward == (0. if answer is None else 1.)
+    frames.append(frame)
+  assert truncated
+  sides = [_side(frame) for frame in frames]
+  assert any(a != b for a, b in zip(sides, sides[2:]))  # Answering the current side would fail.
+  with pytest.raises(ValueError, match='answer_delay must be non-negative'):
+    pixel_bandit.PixelBandit(seed=0, answer_delay=-1)
+
+
 @pytest.mark.timeout(300)
-def test_the_atari_vtrace_path_learns_to_read_the_frames(tmp_path):
-  # 25 is the most a policy ignoring the frames gets; the bench stops at its target of 45
-  # (reached at 17k frames when measured).
+def test_the_atari_vtrace_path_learns_to_read_the_frames_and_remember_one(tmp_path):
+  """The bench's default delay of 1: its answer is on the frame before the current one, so only
+  a policy that sees the frame stack the learner keeps for each env between inference calls can
+  pass 25 (reached 45 at 34k frames when measured)."""
   result = subprocess.run(
       [sys.executable, '-m', 'bench.pixel_bandit', '--max_minutes=4',
        f'--logdir={tmp_path / "run"}'],
       cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert result.stdout.startswith('atari vtrace path on the pixel bandit'), result.stdout
+  assert result.stdout.startswith('atari vtrace path on the pixel bandit (50 steps, the side '
+                                 'shown 1 frame(s) before rewarded'), result.stdout
   assert re.search(r'^\s+\d+ frames,\s+20 episodes: mean return of the last 20 = \d+\.\d\d$',
                    result.stdout, re.M), result.stdout
   assert re.search(r'REACHED mean return > 45 over 20 episodes after \d+ environment frames',
