@@ -20,9 +20,11 @@ def agent_of(argv: Sequence[str]) -> str:
   Read before absl parses the flags, since each agent defines its own.
   """
   agent = 'vtrace'
-  for arg in argv[1:]:
+  for arg, following in zip(argv[1:], list(argv[2:]) + ['']):
     if arg.startswith('--agent='):
       agent = arg[len('--agent='):]
+    elif arg == '--agent':
+      agent = following
   if agent not in AGENTS:
     raise SystemExit(f'--agent must be one of {", ".join(AGENTS)}, got {agent!r}')
   return agent

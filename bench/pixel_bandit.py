@@ -84,6 +84,8 @@ def main() -> None:
   bandit_parser = argparse.ArgumentParser(add_help=False)
   bandit_parser.add_argument('--answer_delay', type=int, default=1)
   bandit_args, argv = bandit_parser.parse_known_args()
+  if bandit_args.answer_delay < 0:
+    bandit_parser.error(f'--answer_delay must be non-negative, got {bandit_args.answer_delay}')
   args = learn_atari.parse_args(argv, description=__doc__.split('\n')[0], frame_budget=2e5,
                                 target=45., learning_rate=1e-4, reward_scaling=0.1,
                                 max_minutes=10)

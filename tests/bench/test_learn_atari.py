@@ -52,5 +52,6 @@ def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
 def test_the_processes_read_their_agent_before_absl_parses_the_flags():
   assert nature_entry_points.agent_of(['prog', '--run_mode=actor']) == 'vtrace'
   assert nature_entry_points.agent_of(['prog', '--agent=ppo', '--task=0']) == 'ppo'
+  assert nature_entry_points.agent_of(['prog', '--task=0', '--agent', 'ppo']) == 'ppo'
   with pytest.raises(SystemExit, match='--agent must be one of vtrace, ppo'):
     nature_entry_points.agent_of(['prog', '--agent=dqn'])
