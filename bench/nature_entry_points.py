@@ -52,8 +52,8 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
           parametric_action_distribution, stack_size=stack_size.value,
           observation_shape=observation_space.shape)
 
-    learner = ('seed_rl.agents.policy_gradient.learner', create_agent,
-               main_flags.create_optimizer, main_flags.parse_gin)
+    learner_module = 'seed_rl.agents.policy_gradient.learner'
+    create_optimizer, prepare_learner = main_flags.create_optimizer, main_flags.parse_gin
   else:
     from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
     lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
@@ -65,9 +65,9 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
           parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
           stack_size=stack_size.value, observation_shape=observation_space.shape)
 
-    learner = ('seed_rl.agents.vtrace.learner', create_agent, vtrace_main.create_optimizer, None)
+    learner_module = 'seed_rl.agents.vtrace.learner'
+    create_optimizer, prepare_learner = vtrace_main.create_optimizer, None
 
-  learner_module, create_agent_fn, create_optimizer_fn, prepare_learner = learner
   app.run(lambda argv: entry_point.run(
-      argv, create_environment or env.create_environment, learner_module, create_agent_fn,
-      create_optimizer_fn, prepare_learner=prepare_learner))
+      argv, create_environment or env.create_environment, learner_module, create_agent,
+      create_optimizer, prepare_learner=prepare_learner))
