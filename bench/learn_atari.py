@@ -60,6 +60,7 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
             f'--unroll_length={args.unroll_length}', f'--batch_size={args.batch_size}',
             f'--epochs_per_step={args.epochs_per_step}',
             f'--learning_rate={args.learning_rate}', f'--stack_size={args.stack_size}',
+            f'--initialization={args.initialization}',
             f'--{"" if args.full_action_space else "no"}full_action_space',
             f'--total_environment_frames={int(args.frame_budget)}',
             '--save_checkpoint_secs=600', f'--seed={args.seed}']
@@ -116,6 +117,11 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--epochs_per_step', type=int,
                       help='Passes over each batch (V-trace corrects for the reuse).')
   parser.add_argument('--lstm_size', type=int, default=0)
+  parser.add_argument('--initialization', choices=nature_entry_points.INITIALIZATIONS,
+                      default='orthogonal',
+                      help='The network\'s initial kernels: orthogonal (gain sqrt(2) in the '
+                           'torso, 0.01 for the policy, 1 for the value) or glorot (Keras\'s '
+                           'default).')
   parser.add_argument('--full_action_space', action='store_true',
                       help='All 18 actions instead of the game\'s minimal set.')
   parser.add_argument('--seed', type=int, default=1)
@@ -155,7 +161,8 @@ def setting(args: argparse.Namespace) -> str:
   else:
     training = (f'{args.batches_per_step} minibatches of {args.batch_size} unrolls per step, '
                 f'{args.epochs_per_step} epochs, clipping {args.ppo_epsilon:g}')
-  return (f'atari {args.agent} on {args.game}, Nature-DQN torso on {memory}, {actions}, '
+  return (f'atari {args.agent} on {args.game}, Nature-DQN torso ({args.initialization} '
+          f'initialization) on {memory}, {actions}, '
           f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
           f'{args.unroll_length}, {training}, lr {args.learning_rate:g} (Adam epsilon '
           f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, entropy '

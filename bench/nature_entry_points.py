@@ -12,6 +12,9 @@ import sys
 from typing import Any, Callable, Optional, Sequence
 
 AGENTS = ('vtrace', 'ppo')
+# `bench.nature_networks.INITIALIZATIONS`, named here without importing TensorFlow (the actors
+# parse the same flags).
+INITIALIZATIONS = ('orthogonal', 'glorot')
 
 
 def agent_of(argv: Sequence[str]) -> str:
@@ -42,6 +45,10 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
   agent = agent_of(sys.argv)
   flags.DEFINE_enum('agent', 'vtrace', AGENTS, 'The agent that learns.')
   stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
+  initialization = flags.DEFINE_enum(
+      'initialization', 'orthogonal', INITIALIZATIONS,
+      'The network\'s initial kernels: orthogonal (PPO\'s Atari agents\') or glorot (Keras\'s '
+      'default).')
   if agent == 'ppo':
     from seed_rl.agents.policy_gradient import main_flags  # pylint: disable=g-import-not-at-top
     from seed_rl.environments.atari import env_flags  # pylint: disable=g-import-not-at-top,unused-import
@@ -50,7 +57,7 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
       from bench import nature_networks  # pylint: disable=g-import-not-at-top
       return nature_networks.NatureOnPolicyAgent(
           parametric_action_distribution, stack_size=stack_size.value,
-          observation_shape=observation_space.shape)
+          observation_shape=observation_space.shape, initialization=initialization.value)
 
     learner_module = 'seed_rl.agents.policy_gradient.learner'
     create_optimizer, prepare_learner = main_flags.create_optimizer, main_flags.parse_gin
@@ -63,7 +70,8 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
       from bench import nature_networks  # pylint: disable=g-import-not-at-top
       return nature_networks.NatureActorCritic(
           parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
-          stack_size=stack_size.value, observation_shape=observation_space.shape)
+          stack_size=stack_size.value, observation_shape=observation_space.shape,
+          initialization=initialization.value)
 
     learner_module = 'seed_rl.agents.vtrace.learner'
     create_optimizer, prepare_learner = vtrace_main.create_optimizer, None

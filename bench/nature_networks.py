@@ -6,11 +6,37 @@ so that a benchmark can tell how throughput depends on network compute. Imported
 only (TensorFlow).
 """
 
+from typing import Sequence
+
 import tensorflow as tf
 
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import networks
 from seed_rl.environments.atari import networks as atari_networks
+
+
+INITIALIZATIONS = ('orthogonal', 'glorot')
+
+
+def initialize(initialization: str, torso_layers: Sequence[tf.keras.layers.Layer],
+               policy_head: tf.keras.layers.Dense, value_head: tf.keras.layers.Dense) -> None:
+  """Sets the kernel initializers of layers not built yet.
+
+  'orthogonal': orthogonal kernels with gain sqrt(2) in the ReLU torso, 0.01 for the policy
+  logits (a near-uniform first policy) and 1 for the value, as PPO's Atari agents start (the
+  frames' state-dependent part then reaches the torso's output about 9 times larger than with
+  Keras's default); 'glorot': Keras's default (Glorot uniform) everywhere.
+  """
+  if initialization not in INITIALIZATIONS:
+    raise ValueError(f'initialization must be one of {INITIALIZATIONS}, got {initialization!r}')
+  if initialization == 'glorot':
+    return
+  # A new initializer per layer: Keras fixes an unseeded initializer's seed when it is built, so
+  # one instance would give layers of the same shape the same kernel.
+  for layer in torso_layers:
+    layer.kernel_initializer = tf.keras.initializers.Orthogonal(gain=2 ** 0.5)
+  policy_head.kernel_initializer = tf.keras.initializers.Orthogonal(gain=0.01)
+  value_head.kernel_initializer = tf.keras.initializers.Orthogonal(gain=1.)
 
 
 class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
@@ -21,11 +47,12 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
   memory (a network for throughput benchmarks, state `()`). `lstm_sizes` add LSTMs after the
   torso; `stack_size` (up to 4) stacks the last frames inside the network as the R2D2 network
   does, the memory Nature-DQN and its successors learn Atari with (`bench/learn_atari.py`). The
-  state is then `(lstm_state, frame_stacking_state)`.
+  state is then `(lstm_state, frame_stacking_state)`. `initialization` names the initial kernels
+  (`initialize`).
   """
 
   def __init__(self, parametric_action_distribution, lstm_sizes=(), stack_size: int = 1,
-               observation_shape=(84, 84, 1)):
+               observation_shape=(84, 84, 1), initialization: str = 'orthogonal'):
     super().__init__(parametric_action_distribution.param_size, lstm_sizes,
                      name='NatureActorCritic')
     self._distribution = parametric_action_distribution
@@ -35,6 +62,7 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
     self._convs = networks.track_layers(self, '_conv', atari_networks.nature_dqn_convs())
     self._flatten = tf.keras.layers.Flatten()
     self._fc = tf.keras.layers.Dense(512, activation='relu', name='fc')
+    initialize(initialization, self._convs + [self._fc], self._policy_logits, self._baseline)
 
   def initial_state(self, batch_size):
     """The LSTMs' zero state, paired with the empty frame stack when frames are stacked."""
@@ -79,10 +107,11 @@ class NatureOnPolicyAgent(tf.Module):
   """
 
   def __init__(self, parametric_action_distribution, stack_size: int = 4,
-               observation_shape=(84, 84, 1)):
+               observation_shape=(84, 84, 1), initialization: str = 'orthogonal'):
     super().__init__(name='NatureOnPolicyAgent')
     self._network = NatureActorCritic(parametric_action_distribution, stack_size=stack_size,
-                                      observation_shape=observation_shape)
+                                      observation_shape=observation_shape,
+                                      initialization=initialization)
 
   @property
   def variables(self):

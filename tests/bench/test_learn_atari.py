@@ -12,14 +12,14 @@ def test_the_bench_passes_its_setting_to_the_learner(tmp_path):
   assert {'--game=Pong', '--num_envs=16', '--env_batch_size=8', '--batch_size=4',
           '--unroll_length=20', '--learning_rate=0.0006', '--entropy_cost=0.01',
           '--total_environment_frames=10000000', '--adam_epsilon=3.125e-07',
-          '--reward_scaling=1.0'} <= set(flags)
+          '--reward_scaling=1.0', '--initialization=orthogonal'} <= set(flags)
 
 
 def test_the_bench_prints_its_setting():
   args = learn_atari.parse_args(['--lstm_size', '256', '--full_action_space', '--reward_scaling',
-                                 '0.1'])
+                                 '0.1', '--initialization', 'glorot'])
   assert learn_atari.setting(args) == (
-      'atari vtrace on Pong, Nature-DQN torso on 4 stacked frames + LSTM 256, all 18 actions, '
+      'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + LSTM 256, all 18 actions, '
       '2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) per batch, lr 0.0006 '
       '(Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, entropy 0.01, rewards scaled '
       'by 0.1')
@@ -34,9 +34,9 @@ def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(
           '--gin_bindings=tf.keras.optimizers.Adam.epsilon=1e-05'} <= set(flags)
   assert not any(flag.startswith('--lstm_size') for flag in flags)
   assert learn_atari.setting(args).startswith(
-      'atari ppo on Pong, Nature-DQN torso on 4 stacked frames, minimal action set, 2 actor(s) x '
-      '8 env(s), unroll 64, 4 minibatches of 4 unrolls per step, 3 epochs, clipping 0.1, '
-      'lr 0.0001 (Adam epsilon 1e-05)')
+      'atari ppo on Pong, Nature-DQN torso (orthogonal initialization) on 4 stacked frames, '
+      'minimal action set, 2 actor(s) x 8 env(s), unroll 64, 4 minibatches of 4 unrolls per '
+      'step, 3 epochs, clipping 0.1, lr 0.0001 (Adam epsilon 1e-05)')
 
 
 @pytest.mark.parametrize('argv, message', [
@@ -55,3 +55,8 @@ def test_the_processes_read_their_agent_before_absl_parses_the_flags():
   assert nature_entry_points.agent_of(['prog', '--task=0', '--agent', 'ppo']) == 'ppo'
   with pytest.raises(SystemExit, match='--agent must be one of vtrace, ppo'):
     nature_entry_points.agent_of(['prog', '--agent=dqn'])
+
+
+def test_the_processes_name_the_initializations_of_the_network_without_importing_it():
+  from bench import nature_networks  # pylint: disable=g-import-not-at-top
+  assert nature_entry_points.INITIALIZATIONS == nature_networks.INITIALIZATIONS

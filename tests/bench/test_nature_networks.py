@@ -98,3 +98,33 @@ def test_the_on_policy_agent_is_the_network_behind_the_on_policy_learners_conven
   # 3 convolutions, the dense layer and the 2 heads, a kernel and a bias each.
   assert len(gradients) == 12 and all(g is not None for g in gradients)
   first.update_observation_normalization_statistics(env_outputs.observation)  # Nothing to do.
+
+
+def _column_norms(kernel):
+  """The norm of each output unit's weights."""
+  return np.linalg.norm(np.reshape(kernel, [-1, kernel.shape[-1]]), axis=0)
+
+
+@pytest.mark.timeout(60)
+def test_orthogonal_initialization_scales_the_torso_the_policy_and_the_value_apart():
+  net = _net(stack_size=4)
+  net(*_inputs(np.random.RandomState(3), [1]), net.initial_state(1))
+  for layer in list(net._convs) + [net._fc]:
+    np.testing.assert_allclose(_column_norms(layer.kernel), np.sqrt(2), rtol=1e-4)
+  np.testing.assert_allclose(_column_norms(net._policy_logits.kernel), 0.01, rtol=1e-4)
+  np.testing.assert_allclose(_column_norms(net._baseline.kernel), 1., rtol=1e-4)
+  other = _net(stack_size=4)
+  other(*_inputs(np.random.RandomState(3), [1]), other.initial_state(1))
+  assert not np.allclose(net._fc.kernel, other._fc.kernel)  # Each network draws its own.
+
+
+@pytest.mark.timeout(60)
+def test_glorot_initialization_is_keras_default_and_other_names_are_refused():
+  net = _net(initialization='glorot')
+  net(*_inputs(np.random.RandomState(4), [1]), net.initial_state(1))
+  fan_in, fan_out = net._fc.kernel.shape
+  limit = np.sqrt(6 / (fan_in + fan_out))  # Glorot uniform's bound.
+  assert np.abs(net._fc.kernel).max() <= limit
+  assert np.abs(net._fc.kernel).max() > 0.9 * limit
+  with pytest.raises(ValueError, match="initialization must be one of .*got 'he'"):
+    _net(initialization='he')
