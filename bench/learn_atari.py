@@ -1,7 +1,7 @@
 r"""Learning benchmark: V-trace or PPO on Pong with a frame budget, until a mean return of +15.
 
   python -m bench.learn_atari [--agent vtrace|ppo] [--frame_budget 1e7] [--num_actors 2]
-                              [--env_batch_size 8] [--max_minutes 60] [--logdir DIR]
+                              [--env_batch_size 8] [--max_minutes 120] [--logdir DIR]
 
 Starts a real learner and `num_actors` actors (unix socket, as `./run_local.sh atari vtrace`
 does) and follows the learner's per-episode log lines. It stops when the mean raw return (the
@@ -12,6 +12,10 @@ windowed mean returns against frames, and the frames and wall time to the target
 The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
 `stack_size` frames, stacked inside the network (the actors send single frames), the memory
 Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso (V-trace).
+Its kernels start orthogonal (gain sqrt(2) in the torso, 0.01 for the policy logits, 1 for the
+value) as PPO's Atari agents' do: with Keras's default (`--initialization glorot`) the frames'
+moving parts barely reached the torso's output and the network died in training (its first
+layer's units all but inactive) without learning Pong.
 The entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
 thousand. The agent acts with the game's minimal action set (6 actions for Pong) unless
 `--full_action_space`. Rewards are clipped to [-1, 1], frames skipped 4 at a time, Adam's rate
@@ -96,7 +100,9 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--agent', choices=sorted(AGENT_DEFAULTS), default='vtrace')
   parser.add_argument('--game', default='Pong')
   parser.add_argument('--frame_budget', type=float, default=1e7)
-  parser.add_argument('--max_minutes', type=float, default=60)
+  parser.add_argument('--max_minutes', type=float, default=120,
+                      help='A limit in wall time (PPO uses 10M frames in about 100 minutes on 2 '
+                           'cores).')
   parser.add_argument('--target', type=float, default=15.)
   parser.add_argument('--window', type=int, default=20)
   parser.add_argument('--num_actors', type=int, default=2)
