@@ -31,8 +31,8 @@ def initialize(initialization: str, torso_layers: Sequence[tf.keras.layers.Layer
     raise ValueError(f'initialization must be one of {INITIALIZATIONS}, got {initialization!r}')
   if initialization == 'glorot':
     return
-  # A new initializer per layer: Keras fixes an unseeded initializer's seed when it is built, so
-  # one instance would give layers of the same shape the same kernel.
+  # A new initializer per layer: Keras fixes an unseeded initializer's seed when the initializer
+  # is created, so one instance would give layers of the same shape the same kernel.
   for layer in torso_layers:
     layer.kernel_initializer = tf.keras.initializers.Orthogonal(gain=2 ** 0.5)
   policy_head.kernel_initializer = tf.keras.initializers.Orthogonal(gain=0.01)

@@ -19,10 +19,10 @@ def test_the_bench_prints_its_setting():
   args = learn_atari.parse_args(['--lstm_size', '256', '--full_action_space', '--reward_scaling',
                                  '0.1', '--initialization', 'glorot'])
   assert learn_atari.setting(args) == (
-      'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + LSTM 256, all 18 actions, '
-      '2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) per batch, lr 0.0006 '
-      '(Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, entropy 0.01, rewards scaled '
-      'by 0.1')
+      'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + '
+      'LSTM 256, all 18 actions, 2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) '
+      'per batch, lr 0.0006 (Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, entropy '
+      '0.01, rewards scaled by 0.1')
 
 
 def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(tmp_path):
