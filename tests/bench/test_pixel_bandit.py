@@ -53,6 +53,17 @@ def test_with_a_delay_the_reward_is_for_the_side_shown_that_many_frames_before()
     pixel_bandit.PixelBandit(seed=0, answer_delay=-1)
 
 
+@pytest.mark.timeout(60)
+def test_the_command_line_refuses_a_negative_delay_before_starting_anything(tmp_path):
+  result = subprocess.run(
+      [sys.executable, '-m', 'bench.pixel_bandit', '--answer_delay=-1',
+       f'--logdir={tmp_path / "run"}'],
+      cwd=ROOT, capture_output=True, text=True, timeout=50, check=False)
+  assert result.returncode == 2, result.stderr[-3000:]
+  assert '--answer_delay must be non-negative, got -1' in result.stderr
+  assert not (tmp_path / 'run').exists()
+
+
 @pytest.mark.timeout(300)
 def test_the_atari_vtrace_path_learns_to_read_the_frames_and_remember_one(tmp_path):
   """The bench's default delay of 1: its answer is on the frame before the current one, so only
