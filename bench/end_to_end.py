@@ -29,6 +29,15 @@ training for those same frames (R2D2 trains each unroll `replay_ratio` times on 
 consumes batch_size / replay_ratio new unrolls). End-to-end / ceiling is the share of that bound
 the pipeline reaches; the ceiling runs one thing at a time and the learner overlaps inference and
 training on the same cores, so the ratio may exceed 1 on a machine with spare cores.
+
+The learner runs with the TensorFlow threads `./run_local.sh` gives it (one per op, two ops at a
+time, where the actors alone fill the cores; `TF_NUM_INTRAOP_THREADS` and
+`TF_NUM_INTEROP_THREADS` of the caller win), the ceiling with TensorFlow's default.
+
+Where the actors share the learner's cores, their env steps take CPU the ceiling does not count.
+The bench also prints the bound of cores that do both, each frame costing its share of the
+network's compute and of a raw env step (`bench.ceiling.shared_cores_frames_per_sec`:
+1 / (1 / ceiling + 1 / raw)), and end-to-end against it.
 """
 
 import argparse
@@ -113,7 +122,8 @@ def run_pipeline(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
   module, network_flags = entry_point(args.agent, args.network)
   flags = learner_flags(args, logdir) + network_flags
   with process_group.ProcessGroup(logdir, module, flags) as group:
-    learner = group.start('learner', ['--run_mode=learner'])
+    learner = group.start('learner', ['--run_mode=learner'],
+                          process_group.learner_thread_env(args.num_actors))
     actors = [group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
                           {'CUDA_VISIBLE_DEVICES': ''}) for task in range(args.num_actors)]
     # Warm-up: until the learner trains, then measure for `seconds`.
@@ -142,11 +152,13 @@ def run_pipeline(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
 
 def measure_ceiling(args: argparse.Namespace, logdir: pathlib.Path, seconds: float) -> dict:
   """The compute-only ceiling of the pipeline's agent, network and flags (`bench.ceiling`),
-  measured in its own process by the bench's entry point; `seconds` per timed part."""
+  measured in its own process by the bench's entry point; `seconds` per timed part. It runs
+  with TensorFlow's default threads (one per core) whatever the learner's: the network alone on
+  the whole machine."""
   module, network_flags = entry_point(args.agent, args.network, for_ceiling=True)
   flags = learner_flags(args, logdir) + network_flags + [f'--measure_ceiling_secs={seconds}']
   with process_group.ProcessGroup(logdir, module, flags) as group:
-    process = group.start('ceiling', [])
+    process = group.start('ceiling', [], dict.fromkeys(process_group.THREAD_VARIABLES))
     process.wait(timeout=_CEILING_TIMEOUT_S)
   output = (logdir / 'ceiling.log').read_text()
   result = ceiling.parse_line(output)
@@ -202,6 +214,9 @@ def main() -> None:
   print(f'  ratio end-to-end / raw (pipeline efficiency): '
         f'{end_to_end / raw["frames_per_sec"]:.2f}')
   print(f'  ratio end-to-end / compute ceiling: {end_to_end / bound["frames_per_sec"]:.2f}')
+  shared = ceiling.shared_cores_frames_per_sec(bound['frames_per_sec'], raw['frames_per_sec'])
+  print(f'  compute and env stepping on the same cores: {shared:9.0f} frames/s, ratio '
+        f'end-to-end / it: {end_to_end / shared:.2f}')
   print(f'  learner training: {result["training_frames_per_sec"]:9.0f} frames/s')
   print(f'  policy lag (training iterations between acting an unroll\'s first step and taking '
         f'it): {result["policy_lag"]:.1f}')

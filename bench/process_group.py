@@ -13,6 +13,20 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+# TensorFlow's thread settings: threads one op may use, and ops run at once.
+THREAD_VARIABLES = ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS')
+
+
+def learner_thread_env(num_actors: int) -> Dict[str, str]:
+  """The thread settings run_local.sh gives a learner: where the actors alone fill the cores
+  and the caller set neither variable, one thread per op and two ops at a time (an inference
+  batch beside a training step); else none (TensorFlow's default, or the caller's)."""
+  if any(os.environ.get(name) for name in THREAD_VARIABLES) or (
+      len(os.sched_getaffinity(0)) > num_actors):
+    return {}
+  return dict(zip(THREAD_VARIABLES, ('1', '2')))
+
+
 def peak_rss_mb(pid: int) -> float:
   """Peak resident memory of a live process (VmHWM), or NaN once it is gone."""
   try:
@@ -51,12 +65,16 @@ class ProcessGroup(object):
     self._previous_sigterm_handler = None
 
   def start(self, name: str, extra: Sequence[str],
-            extra_env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+            extra_env: Optional[Dict[str, Optional[str]]] = None) -> subprocess.Popen:
+    """Starts process `name`; `extra_env` adds to the group's environment variables (None
+    removes one)."""
     log = open(self._logdir / f'{name}.log', 'w')
     self._logs.append(log)
+    env = {variable: value for variable, value in dict(self._env, **(extra_env or {})).items()
+           if value is not None}
     process = subprocess.Popen(
         [sys.executable, '-m', self._module] + self._flags + list(extra), cwd=ROOT, stdout=log,
-        stderr=subprocess.STDOUT, env=dict(self._env, **(extra_env or {})))
+        stderr=subprocess.STDOUT, env=env)
     self.processes.append(process)
     return process
 

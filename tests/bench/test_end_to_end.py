@@ -24,6 +24,16 @@ def test_ceiling_adds_the_per_frame_costs_of_inference_and_training():
       ceiling.ceiling_frames_per_sec(*bad)
 
 
+def test_shared_cores_add_the_per_frame_costs_of_compute_and_env_steps():
+  # 1/14,500 + 1/37,000 s per frame.
+  assert ceiling.shared_cores_frames_per_sec(14_500., 37_000.) == pytest.approx(
+      1 / (1 / 14_500 + 1 / 37_000), rel=1e-12)
+  assert ceiling.shared_cores_frames_per_sec(1_000., 1_000.) == pytest.approx(500., rel=1e-12)
+  for bad in [(0., 37_000.), (14_500., -1.)]:
+    with pytest.raises(ValueError):
+      ceiling.shared_cores_frames_per_sec(*bad)
+
+
 def test_parse_line_reads_the_last_measurement():
   text = ('noise\n' + ceiling.LINE_PREFIX + '{"frames_per_sec": 1.0}\n' +
           ceiling.LINE_PREFIX + '{"frames_per_sec": 2.5}\nmore noise\n')

@@ -1,4 +1,5 @@
-"""bench/process_group.py: a benchmark stopped with SIGTERM leaves no process behind."""
+"""bench/process_group.py: a benchmark stopped with SIGTERM leaves no process behind; the
+environment variables and TensorFlow thread settings its processes get."""
 
 import os
 import signal
@@ -9,6 +10,7 @@ import time
 
 import pytest
 
+from bench import process_group
 from tests.processes import ROOT
 
 _BENCH = textwrap.dedent('''
@@ -50,3 +52,27 @@ def test_sigterm_to_a_benchmark_kills_the_processes_it_started(tmp_path):
     bench.wait()
     if child_pid is not None and _alive(child_pid):
       os.kill(child_pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)
+def test_extra_env_adds_and_removes_variables(tmp_path, monkeypatch):
+  monkeypatch.setenv('SEED_RL_TEST_KEPT', 'kept')
+  monkeypatch.setenv('SEED_RL_TEST_REMOVED', 'removed')
+  printer = ('import os; print(os.environ.get("SEED_RL_TEST_KEPT"), '
+             'os.environ.get("SEED_RL_TEST_REMOVED"), os.environ.get("SEED_RL_TEST_ADDED"))')
+  with process_group.ProcessGroup(tmp_path, 'timeit', ['-n', '1', '-r', '1', '-s', printer,
+                                                       'pass']) as group:
+    group.start('child', [], {'SEED_RL_TEST_REMOVED': None, 'SEED_RL_TEST_ADDED': 'added'}
+                ).wait(timeout=30)
+  assert (tmp_path / 'child.log').read_text().split()[:3] == ['kept', 'None', 'added']
+
+
+def test_learner_threads_follow_run_local(monkeypatch):
+  for name in process_group.THREAD_VARIABLES:
+    monkeypatch.delenv(name, raising=False)
+  cores = len(os.sched_getaffinity(0))
+  assert process_group.learner_thread_env(cores) == {'TF_NUM_INTRAOP_THREADS': '1',
+                                                     'TF_NUM_INTEROP_THREADS': '2'}
+  assert process_group.learner_thread_env(cores - 1) == {}
+  monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '3')
+  assert process_group.learner_thread_env(cores) == {}
