@@ -12,12 +12,15 @@ windowed mean returns against frames, and the frames and wall time to the target
 The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
 `stack_size` frames, stacked inside the network (the actors send single frames), the memory
 Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso (V-trace).
+The entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
+thousand.
+
 Its kernels start orthogonal (gain sqrt(2) in the torso, 0.01 for the policy logits, 1 for the
 value) as PPO's Atari agents' do: with Keras's default (`--initialization glorot`) the frames'
 moving parts barely reached the torso's output and the network died in training (its first
 layer's units all but inactive) without learning Pong.
-The entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
-thousand. The agent acts with the game's minimal action set (6 actions for Pong) unless
+
+The agent acts with the game's minimal action set (6 actions for Pong) unless
 `--full_action_space`. Rewards are clipped to [-1, 1], frames skipped 4 at a time, Adam's rate
 decays linearly to 0 over the budget, the entropy cost is 0.01; `--reward_scaling` multiplies
 the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
