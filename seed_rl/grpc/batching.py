@@ -3,10 +3,12 @@
 One `MethodBatcher` per bound method name and server run, shared by the server's handler threads
 (one per client stream). `call(request)` validates a request (the outcome is cached per request
 signature), copies its rows into the preallocated numpy buffers of the current batch with one
-slice assignment of bytes per argument, and blocks until the batch has run. The caller whose rows
-complete the batch runs the bound function itself, outside the lock, exactly like the original
-C++ op: no thread hand-off, and several batches can be in flight at once. It then slices the
-outputs per caller, serializes one response per caller and wakes them.
+slice assignment of bytes per argument, and blocks until the batch has run. `call_known(data)`
+does the same for the bytes of a request laid out like one served before, without parsing them
+(`request_layout`). The caller whose rows complete the batch runs the bound function itself,
+outside the lock, exactly like the original C++ op: no thread hand-off, and several batches can
+be in flight at once. It then slices the outputs per caller, serializes one response per caller
+and wakes them.
 
 Batching and fan-out follow the original SEED RL op, with two fixes: result rows are
 sliced per caller (the original used the mode of the call that completed the batch), and a client
@@ -35,6 +37,7 @@ import numpy as np
 
 from seed_rl.grpc import codec
 from seed_rl.grpc import errors
+from seed_rl.grpc import request_layout
 from seed_rl.grpc import service_pb2
 from seed_rl.grpc import wire
 
@@ -46,6 +49,7 @@ Executor = Callable[['Job'], None]
 Validator = Callable[[List[np.ndarray]], None]
 
 _PLAN_CACHE_SIZE = 64
+_LAYOUT_CACHE_SIZE = 64
 _monotonic = time.monotonic
 
 _log = logging.getLogger(__name__)
@@ -175,19 +179,26 @@ class _Plan:
   # Per argument (wire dtype or None for strings, shape as sent): the validator's views.
   shapes: List[Tuple[Optional[np.dtype], Tuple[int, ...]]] = dataclasses.field(
       default_factory=list)
-  # Direct calls: per argument (wire dtype, shape, len(content)) to view the bytes as an array,
-  # or None where the generic decoder must check (strings, negative dimensions).
-  views: List[Optional[Tuple[np.dtype, Tuple[int, ...], int]]] = dataclasses.field(
-      default_factory=list)
+  # Direct calls: per argument (wire dtype, shape) to view its bytes as an array (`nbytes` then
+  # holds each len(content)); None where the generic decoder must read them (strings, negative
+  # dimensions).
+  views: Optional[List[Tuple[np.dtype, Tuple[int, ...]]]] = None
+  # Whether requests of this plan may be read by a `request_layout.RequestLayout` (numeric
+  # arguments only), and whether one was learnt already.
+  learnable: bool = False
+  learnt: bool = False
 
 
-def _view_of(code: int, shape: Tuple[int, ...]
-             ) -> Optional[Tuple[np.dtype, Tuple[int, ...], int]]:
-  """How a direct call's argument of this (validated) dtype and shape is read from its bytes."""
-  dtype = codec.WIRE_DTYPE_BY_CODE.get(code)
-  if dtype is None or any(d < 0 for d in shape):
-    return None
-  return dtype, shape, math.prod(shape) * dtype.itemsize
+def _direct_plan(key: Tuple[Tuple[int, Tuple[int, ...]], ...]) -> '_Plan':
+  """The plan of a direct call with these (validated) dtypes and shapes."""
+  views = []
+  for code, shape in key:
+    dtype = codec.WIRE_DTYPE_BY_CODE.get(code)
+    if dtype is None or any(d < 0 for d in shape):
+      return _Plan(direct=True)
+    views.append((dtype, shape))
+  return _Plan(direct=True, views=views, learnable=True,
+               nbytes=[math.prod(shape) * dtype.itemsize for dtype, shape in views])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,6 +322,8 @@ class MethodBatcher:
     self._plans: Dict[Tuple[Any, ...], _Plan] = collections.OrderedDict()
     self._validator = spec.validate
     self._logged_validator_errors: Set[type] = set()
+    # Request size -> (layout, plan) pairs of the requests seen (see `call_known`).
+    self._known: Dict[int, Tuple[Tuple[request_layout.RequestLayout, _Plan], ...]] = {}
     if spec.batch_size is not None:
       self._full_shapes = tuple(a.shape for a in spec.args)
       self._element_shapes = tuple(a.shape[1:] for a in spec.args)
@@ -328,8 +341,12 @@ class MethodBatcher:
 
   # --- public ---------------------------------------------------------------------------------
 
-  def call(self, request: service_pb2.CallRequest) -> bytes:
-    """Handles one request; blocks until its response (serialized CallResponse) is ready."""
+  def call(self, request: service_pb2.CallRequest, data: Optional[bytes] = None) -> bytes:
+    """Handles one request; blocks until its response (serialized CallResponse) is ready.
+
+    `data`, the bytes `request` was parsed from, lets later requests like it skip parsing
+    (`call_known`).
+    """
     try:
       tensors = list(request.tensor)
       key = tuple([(t.dtype, tuple(t.shape)) for t in tensors])
@@ -337,12 +354,36 @@ class MethodBatcher:
       if plan is None:
         plan = self._new_plan(key)
       if plan.direct:
-        slot = self._direct(tensors, plan)
+        contents = [t.content for t in tensors] if plan.views is not None else None
+        if contents is None or list(map(len, contents)) != plan.nbytes:
+          slot = self._direct_decoded(tensors)  # Strings, or the decoder's error of a size.
+        else:
+          slot = self._direct(contents, plan)
       else:
         slot = self._enqueue(tensors, plan)
+      if data is not None and plan.learnable and not plan.learnt:
+        self._learn(data, request, plan)
     except RequestError as e:
       return error_response(e.code, e.message)
     return slot.wait()
+
+  def call_known(self, data: bytes) -> Optional[bytes]:
+    """Like `call`, for a request laid out like one this batcher has served (or None: then
+    it must be parsed and go to `call`)."""
+    for layout, plan in self._known.get(len(data), ()):
+      if layout.matches(data):
+        try:
+          if plan.direct:  # Arrays straight on the request's bytes.
+            slot = self._run_direct([np.ndarray(shape, dtype, data, start) for (start, _), (
+                dtype, shape) in zip(layout.spans, plan.views)])
+          else:
+            view = memoryview(data)
+            slot = self._enqueue_rows([view[start:end] for start, end in layout.spans], (),
+                                      plan)
+        except RequestError as e:
+          return error_response(e.code, e.message)
+        return slot.wait()
+    return None
 
   def pending(self, min_waiting_secs: float = 0.,
               now: Optional[float] = None) -> Optional[PendingBatch]:
@@ -390,6 +431,22 @@ class MethodBatcher:
       self._plans[key] = plan
     return plan
 
+  def _learn(self, data: bytes, request: service_pb2.CallRequest, plan: _Plan) -> None:
+    """Remembers the layout of a request of `plan` if its contents have the right sizes."""
+    if [len(t.content) for t in request.tensor] != plan.nbytes:
+      return
+    plan.learnt = True
+    layout = request_layout.learn(data, request)
+    if layout is None:
+      return
+    with self._lock:
+      if len(self._known) >= _LAYOUT_CACHE_SIZE:
+        for entries in self._known.values():
+          for _, known_plan in entries:
+            known_plan.learnt = False
+        self._known.clear()
+      self._known[layout.size] = self._known.get(layout.size, ()) + ((layout, plan),)
+
   def _validate(self, key: Tuple[Tuple[int, Tuple[int, ...]], ...]) -> _Plan:
     """Checks count, then per argument rank, shape suffix and dtype (the original's order)."""
     if len(key) != self._nargs:
@@ -397,7 +454,7 @@ class MethodBatcher:
     if self._batch_size is None or (key and key[0][1] == self._full_shapes[0]):
       expected = [a.shape for a in self._spec.args]
       self._check_args(key, expected, extra_rank=0)
-      return _Plan(direct=True, views=[_view_of(code, shape) for code, shape in key])
+      return _direct_plan(key)
     element_shapes = self._element_shapes
     batched_call = len(key[0][1]) == len(element_shapes[0]) + 1
     extra = 1 if batched_call else 0
@@ -416,7 +473,8 @@ class MethodBatcher:
                        f'{self._batch_size} rows (Learner-side batch size exceeded)')
     # Expected len(content) of every argument (0 for strings, whose count is checked apart).
     nbytes = [rows * rb for rb in self._row_bytes]
-    return _Plan(direct=False, rows=rows, single=not batched_call, nbytes=nbytes, shapes=shapes)
+    return _Plan(direct=False, rows=rows, single=not batched_call, nbytes=nbytes, shapes=shapes,
+                 learnable=not self._string_args)
 
   def _check_args(self, key, expected_shapes, extra_rank: int) -> None:
     fmt = codec.format_shape
@@ -476,17 +534,20 @@ class MethodBatcher:
     self._counter += 1  # Benign race without the lock, as in the original.
     return runner
 
-  def _direct(self, tensors, plan: _Plan) -> Slot:
-    inputs = []
+  def _direct_decoded(self, tensors) -> Slot:
+    """A direct call whose arguments the generic decoder reads (strings) or refuses."""
     try:
-      for tensor, view in zip(tensors, plan.views):
-        content = tensor.content if view is not None else None
-        if content is None or len(content) != view[2]:
-          inputs.append(codec.decode_tensor(tensor))  # Raises the error of a wrong size.
-        else:
-          inputs.append(np.frombuffer(content, view[0]).reshape(view[1]))
+      inputs = [codec.decode_tensor(tensor) for tensor in tensors]
     except codec.CodecError as e:
       raise _invalid(str(e)) from None
+    return self._run_direct(inputs)
+
+  def _direct(self, contents, plan: _Plan) -> Slot:
+    """A direct call whose arguments' bytes (of the right sizes) are `contents`."""
+    return self._run_direct([np.frombuffer(content, dtype).reshape(shape)
+                             for content, (dtype, shape) in zip(contents, plan.views)])
+
+  def _run_direct(self, inputs: List[np.ndarray]) -> Slot:
     if self._validator is not None:
       self._check_values(inputs)
     slot = Slot()
@@ -511,6 +572,12 @@ class MethodBatcher:
         self._raise_size_error(tensors, contents, plan)
     strings = [codec.decode_tensor(tensors[i]).reshape((rows,) + self._element_shapes[i])
                for i in self._string_args]
+    return self._enqueue_rows(contents, strings, plan)
+
+  def _enqueue_rows(self, contents, strings, plan: _Plan) -> Slot:
+    """Adds a batched call's rows (`contents` of the right sizes, `strings` decoded) to the
+    current batch, and runs the batch if they complete it."""
+    rows = plan.rows
     if self._validator is not None:
       self._check_rows(contents, strings, plan)
     slot = Slot()

@@ -113,11 +113,14 @@ def flatten(nest: Any) -> List[Any]:
 
 def _flatten_into(value: Any, out: List[Any]) -> None:
   kind = type(value)
-  if kind is list or kind is tuple or (isinstance(value, (list, tuple))):
-    for item in value:
-      _flatten_into(item, out)
-  elif kind is np.ndarray:
+  if kind is np.ndarray:
     out.append(value)
+  elif kind is list or kind is tuple or (isinstance(value, (list, tuple))):
+    for item in value:
+      if type(item) is np.ndarray:  # Most leaves: no call for them.
+        out.append(item)
+      else:
+        _flatten_into(item, out)
   elif isinstance(value, collections.abc.Mapping):
     for key in sorted_keys(value):
       _flatten_into(value[key], out)

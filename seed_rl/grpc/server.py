@@ -32,6 +32,7 @@ import logging
 import queue
 import sys
 import threading
+import time
 from concurrent import futures
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -57,6 +58,7 @@ DEFAULT_MAX_BYTES_IN_FLIGHT = 1 << 30
 _SERVICE = 'seed_rl.TensorService'
 _SHUTDOWN_MESSAGE = 'Server shutdown: the server closed while the call was pending'
 _GRACE_SECONDS = 0.1
+_SHUTDOWN_POLL_SECONDS = 0.005
 # Pool threads beyond max_concurrent_streams: they answer Init and refuse extra streams clearly.
 _SPARE_THREADS = 16
 _UNAUTHENTICATED_MESSAGE = ('Missing or wrong seed_rl token: this server serves only the clients '
@@ -178,10 +180,11 @@ class _Run:
     self._methods = methods
     self._token = token
     self._batchers: Dict[str, batching.MethodBatcher] = {}
+    self._batcher_list: Sequence[batching.MethodBatcher] = ()  # The same, for the hot path.
     self._batchers_lock = threading.Lock()
     self._closing = False
     self._running = 0  # Executions in flight.
-    self._running_cv = threading.Condition()
+    self._running_lock = threading.Lock()
     self._max_streams = max_concurrent_streams
     self._max_bytes = max_bytes_in_flight
     self._limits_lock = threading.Lock()
@@ -232,10 +235,12 @@ class _Run:
     self._fail_pending()
     self._server.stop(_GRACE_SECONDS).wait()
     self._fail_pending()  # Calls that slipped in while closing must not park a thread forever.
-    with self._running_cv:
-      if not self._running_cv.wait_for(lambda: self._running == 0, timeout):
-        _log.warning('seed_rl.grpc: bound functions still running %.1f s after shutdown; '
-                     'their results are dropped.', timeout)
+    deadline = time.monotonic() + timeout
+    while self._running and time.monotonic() < deadline:
+      time.sleep(_SHUTDOWN_POLL_SECONDS)  # Polled: no notification on the serving path.
+    if self._running:
+      _log.warning('seed_rl.grpc: bound functions still running %.1f s after shutdown; '
+                   'their results are dropped.', timeout)
     self.pool.shutdown(wait=False)
     for refusals in (self._refused_token, self._refused_streams, self._refused_bytes):
       refusals.flush()
@@ -258,15 +263,13 @@ class _Run:
 
   def _execute(self, job: batching.Job) -> None:
     """Runs a job on this thread and hands every caller its response."""
-    with self._running_cv:
+    with self._running_lock:
       self._running += 1
     try:
       results = job.run()
     finally:
-      with self._running_cv:
+      with self._running_lock:
         self._running -= 1
-        if not self._running:
-          self._running_cv.notify_all()
     for slot, payload in results:
       slot.set_result(payload)
 
@@ -280,6 +283,7 @@ class _Run:
         batcher = self._batchers.get(name)
         if batcher is None:
           batcher = self._batchers[name] = batching.MethodBatcher(method.spec, self._execute)
+          self._batcher_list = tuple(self._batchers.values())
     return batcher
 
   def _authorize(self, context) -> None:
@@ -337,10 +341,8 @@ class _Run:
           yield refusal
           continue
         try:
-          request = _parse_call_request(data)
-          data = None  # Only the parsed request is needed from here on.
-          response = self._dispatch(request)
-          request = None
+          response = self._dispatch(data)
+          data = None
         finally:
           self._release(size)
         yield response
@@ -373,22 +375,31 @@ class _Run:
     with self._limits_lock:
       self.bytes_in_flight -= size
 
-  def _dispatch(self, request) -> bytes:
+  def _dispatch(self, data: bytes) -> bytes:
+    """The response to the request in `data`: read as laid out like a request served before
+    when it is (`MethodBatcher.call_known`), else parsed."""
     if self._closing:
       return batching.error_response(errors.UNAVAILABLE, _SHUTDOWN_MESSAGE)
-    if isinstance(request, _BadRequest):
-      return batching.error_response(errors.INVALID_ARGUMENT,
-                                     f'Cannot parse CallRequest: {request.reason}')
-    batcher = self._batcher(request.function)
-    if batcher is None:
-      return batching.error_response(errors.INTERNAL, f'Function {request.function} not found')
+    function = None
     try:
-      return batcher.call(request)
+      for batcher in self._batcher_list:
+        response = batcher.call_known(data)
+        if response is not None:
+          return response
+      request = _parse_call_request(data)
+      if isinstance(request, _BadRequest):
+        return batching.error_response(errors.INVALID_ARGUMENT,
+                                       f'Cannot parse CallRequest: {request.reason}')
+      function = request.function
+      batcher = self._batcher(function)
+      if batcher is None:
+        return batching.error_response(errors.INTERNAL, f'Function {function} not found')
+      return batcher.call(request, data)
     except Exception as e:  # pylint: disable=broad-except
       # A bug here must not end the stream (the client would see UNAVAILABLE).
-      _log.exception('seed_rl.grpc: unexpected error while serving %s', request.function)
+      _log.exception('seed_rl.grpc: unexpected error while serving %s', function)
       return batching.error_response(errors.INTERNAL,
-                                     f'{type(e).__name__} while serving {request.function}: {e}')
+                                     f'{type(e).__name__} while serving {function}: {e}')
 
 
 class Server:

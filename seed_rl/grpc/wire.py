@@ -99,6 +99,31 @@ def _add_array(parts: List[Any], tag: bytes, arr: np.ndarray, code: int) -> None
     parts.append(_message_field(tag, codec.encode_array(arr, code)))
 
 
+_function_fields: Dict[str, bytes] = {}
+
+
+def request_function_field(function: str) -> bytes:
+  """The bytes a serialized `CallRequest` of `function` starts with (none for ''; cached)."""
+  field = _function_fields.get(function)
+  if field is None:
+    name = function.encode('utf-8')
+    field = _REQUEST_FUNCTION + varint(len(name)) + name if name else b''
+    if len(_function_fields) >= _MAX_CACHED_HEADERS:
+      _function_fields.clear()
+    _function_fields[function] = field
+  return field
+
+
+def request_tensor_header(code: int, shape: Tuple[int, ...], nbytes: int) -> bytes:
+  """The bytes of a `CallRequest.tensor` field before its `nbytes` bytes of content."""
+  return _header(_REQUEST_TENSOR, code, shape, nbytes)
+
+
+# The request header of every (dtype, shape) of non-empty arrays sent as they are: an actor
+# sends the same few every step, and finding the header costs less than working it out.
+_array_headers: Dict[Tuple[np.dtype, Tuple[int, ...]], bytes] = {}
+
+
 def encode_call_request(function: str, leaves: Sequence[Any]) -> bytes:
   """Serialized `CallRequest(function, tensor=[one Tensor per leaf])`.
 
@@ -106,15 +131,25 @@ def encode_call_request(function: str, leaves: Sequence[Any]) -> bytes:
   Raises:
     codec.CodecError: a leaf cannot be sent; the message names it as arg[i].
   """
-  name = function.encode('utf-8')
-  parts: List[Any] = [_REQUEST_FUNCTION + varint(len(name)) + name] if name else []
+  prefix = request_function_field(function)
+  parts: List[Any] = [prefix] if prefix else []
   for i, leaf in enumerate(leaves):
+    if type(leaf) is np.ndarray:
+      header = _array_headers.get((leaf.dtype, leaf.shape))
+      if header is not None and leaf.flags.c_contiguous:
+        parts.append(header)
+        parts.append(leaf)
+        continue
     try:
       arr = codec.to_array(leaf)
       code = codec.wire_code(arr)
     except codec.CodecError as e:
       raise codec.CodecError(f'arg[{i}]: {e}') from None
     _add_array(parts, _REQUEST_TENSOR, arr, code)
+    if arr is leaf and arr.nbytes and _is_direct(arr, code):
+      if len(_array_headers) >= _MAX_CACHED_HEADERS:
+        _array_headers.clear()
+      _array_headers[(arr.dtype, arr.shape)] = parts[-2]
   return b''.join(parts)
 
 

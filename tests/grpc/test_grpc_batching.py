@@ -317,3 +317,53 @@ def test_pending_shows_a_partial_batch_and_copies_its_rows_once_it_waited(pool):
 def test_pending_is_none_without_batching():
   batcher, _ = _batcher([(3,)], batch_size=None)
   assert batcher.pending() is None
+
+
+def _data(*arrays, function='f'):
+  return reference_encoding.call_request(function, list(arrays)).SerializeToString()
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize('single', [True, False])  # a row joining the batch; a direct call
+def test_a_request_laid_out_like_a_served_one_is_read_without_parsing(single, monkeypatch):
+  batcher, spec = _batcher([(1,), (1, 3)], codes=[INT32, FLOAT])
+
+  def arguments(first, second):
+    ids, values = np.array([first], np.int32), np.full((1, 3), second, np.float32)
+    return (ids[0], values[0]) if single else (ids, values)
+  data = _data(*arguments(1, 1.))
+  assert batcher.call_known(data) is None  # Nothing learnt yet.
+  assert _response(batcher.call(service_pb2.CallRequest.FromString(data), data))[0] == 2
+  monkeypatch.setattr(service_pb2.CallRequest, 'FromString', None)  # No parsing from here on.
+  out = _response(batcher.call_known(_data(*arguments(7, 5.))))
+  assert out[0] == 8 and out[0].shape == (() if single else (1,))
+  np.testing.assert_array_equal(spec.runners[0].calls[-1][1], [[5., 5., 5.]])
+  ids, values = arguments(7, 5.)
+  assert batcher.call_known(_data(ids, values.astype(np.int32))) is None  # Another dtype.
+
+
+@pytest.mark.timeout(20)
+def test_a_request_of_wrong_sizes_is_not_learnt():
+  batcher, _ = _batcher([(4,)])
+  request = service_pb2.CallRequest(function='f', tensor=[
+      service_pb2.Tensor(dtype=INT32, shape=[2], content=b'\0' * 7)])
+  data = request.SerializeToString()
+  for _ in range(2):
+    assert _response(batcher.call(request, data))[0] == errors.INVALID_ARGUMENT
+    assert batcher.call_known(data) is None
+
+
+@pytest.mark.timeout(20)
+def test_the_validator_checks_requests_read_without_parsing():
+  def refuse_negative(arrays):
+    if (arrays[0] < 0).any():
+      raise ValueError('negative')
+  args = [batching.ArgSpec(INT32, (2,))]
+  runner = Recorder()
+  spec = batching.MethodSpec('f', args, [INT32, INT32], 2, [runner], refuse_negative)
+  batcher = batching.MethodBatcher(spec, _execute)
+  data = _data(np.array([1, 2], np.int32))
+  batcher.call(service_pb2.CallRequest.FromString(data), data)
+  assert _response(batcher.call_known(_data(np.array([-1, 2], np.int32)))) == (
+      errors.INVALID_ARGUMENT, 'negative')
+  assert len(runner.calls) == 1

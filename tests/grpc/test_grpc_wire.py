@@ -112,10 +112,23 @@ def test_request_error_names_the_argument():
 def test_header_cache_is_bounded(monkeypatch):
   monkeypatch.setattr(wire, '_MAX_CACHED_HEADERS', 3)
   monkeypatch.setattr(wire, '_headers', {})  # Earlier tests' headers must not count.
+  monkeypatch.setattr(wire, '_array_headers', {})
   for n in range(10):
     leaves = [np.arange(n, dtype=np.int32)]
     assert wire.encode_call_request('f', leaves) == _reference_request('f', leaves)
     assert len(wire._headers) <= 3  # pylint: disable=protected-access
+    assert len(wire._array_headers) <= 3  # pylint: disable=protected-access
+
+
+@pytest.mark.timeout(30)
+def test_a_remembered_header_serves_only_arrays_it_fits():
+  # The second request of a (dtype, shape) takes its header from the cache; arrays of that
+  # dtype and shape whose buffer is not their content (strided, transposed) must not.
+  base = np.arange(12, dtype=np.int32).reshape(3, 4)
+  for leaves in ([base], [base + 1], [base.T.copy().T], [np.arange(24, dtype=np.int32)[::2]
+                                                          .reshape(3, 4)],
+                 [base.astype('>i4')], [base.astype(np.float32)], [base[:, :2]]):
+    assert wire.encode_call_request('f', leaves) == _reference_request('f', leaves)
 
 
 @pytest.mark.timeout(30)
