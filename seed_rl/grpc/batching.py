@@ -341,6 +341,11 @@ class MethodBatcher:
 
   # --- public ---------------------------------------------------------------------------------
 
+  @property
+  def name(self) -> str:
+    """The method's name on the wire."""
+    return self._spec.name
+
   def call(self, request: service_pb2.CallRequest, data: Optional[bytes] = None) -> bytes:
     """Handles one request; blocks until its response (serialized CallResponse) is ready.
 

@@ -383,9 +383,11 @@ class _Run:
     function = None
     try:
       for batcher in self._batcher_list:
+        function = batcher.name
         response = batcher.call_known(data)
         if response is not None:
           return response
+      function = None
       request = _parse_call_request(data)
       if isinstance(request, _BadRequest):
         return batching.error_response(errors.INVALID_ARGUMENT,

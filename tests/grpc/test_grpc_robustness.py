@@ -299,3 +299,26 @@ def test_streams_beyond_the_limit_are_refused(servers, clients, unix_address):
       with pytest.raises(tf.errors.UnavailableError):
         f.result(30)
     executor.shutdown()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('path', ['call', 'call_known'])
+def test_a_bug_in_serving_answers_internal_and_keeps_the_stream(path, servers, unix_address,
+                                                               raw_streams, monkeypatch):
+  from seed_rl.grpc import batching  # pylint: disable=g-import-not-at-top
+  server = servers([unix_address])
+  server.bind(single)
+  server.start()
+  stream = raw_streams(unix_address)
+  if path == 'call_known':  # Requests like this one are read without parsing from here on.
+    assert not stream.send(_request('single', np.array([3], np.int32))).status_code
+  original = getattr(batching.MethodBatcher, path)
+  monkeypatch.setattr(batching.MethodBatcher, path, lambda *args: 1 / 0)
+  response = stream.send(_request('single', np.array([4], np.int32)))
+  assert response.status_code == errors.INTERNAL
+  assert response.status_error_message == (
+      'ZeroDivisionError while serving single: division by zero')
+  monkeypatch.setattr(batching.MethodBatcher, path, original)
+  response = stream.send(_request('single', np.array([5], np.int32)))
+  assert not response.status_code
+  assert codec.decode_tensor(response.tensor[0]).tolist() == [10]
