@@ -1,6 +1,7 @@
 r"""Learning benchmark: V-trace or PPO on Pong with a frame budget, until a mean return of +15.
 
-  python -m bench.learn_atari [--agent vtrace|ppo] [--frame_budget 1e7] [--num_actors 2]
+  python -m bench.learn_atari [--agent vtrace|ppo|onpolicy_vtrace] [--frame_budget 1e7]
+                              [--num_actors 2]
                               [--env_batch_size 8] [--max_minutes 120] [--logdir DIR]
 
 Starts a real learner and `num_actors` actors (unix socket, as `./run_local.sh atari vtrace`
@@ -28,7 +29,12 @@ the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
   gradient steps per frame;
 - `ppo`: the configurable on-policy agent with Schulman et al. (2017)'s Atari settings: steps
   of 1,024 transitions (16 unrolls of 64), 3 epochs of 4 minibatches, clipping 0.1, GAE 0.95,
-  advantages normalized per minibatch, gradient norm clipped to 0.5, rate 2.5e-4.
+  advantages normalized per minibatch, gradient norm clipped to 0.5, rate 2.5e-4;
+- `onpolicy_vtrace`: the same agent and batches with V-trace's loss instead of PPO's: V-trace
+  targets and advantages (lambda 0.95, importance weights truncated at 1) and IMPALA's
+  importance-weighted policy gradient, advantages not normalized; the values are normalized
+  (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam and no
+  gradient clipping; this one reuses each batch 3 times, which V-trace's correction allows.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `bench/nature_entry_points.py`'s learner or actor.
@@ -44,18 +50,27 @@ from bench import nature_entry_points
 from bench import process_group
 
 MODULE = 'bench.learn_atari'
+PPO_EPSILON = 0.1
 
 
 # Each agent's defaults of the flags whose meaning or value depends on it. V-trace: IMPALA's
 # Atari settings with a smaller batch, for more gradient steps per frame. PPO: Schulman et al.
 # (2017)'s Atari settings, 1,024 transitions per training step (16 unrolls of 64 steps) in 3
-# epochs of 4 minibatches.
+# epochs of 4 minibatches; the on-policy agent with V-trace's loss trains on the same batches.
+_ONPOLICY_DEFAULTS = dict(unroll_length=64, batch_size=4, batches_per_step=4, epochs_per_step=3,
+                          learning_rate=2.5e-4, adam_epsilon=1e-5)
 AGENT_DEFAULTS = {
     'vtrace': dict(unroll_length=20, batch_size=4, batches_per_step=1, epochs_per_step=1,
                    learning_rate=6e-4, adam_epsilon=3.125e-7),
-    'ppo': dict(unroll_length=64, batch_size=4, batches_per_step=4, epochs_per_step=3,
-                learning_rate=2.5e-4, adam_epsilon=1e-5),
+    'ppo': _ONPOLICY_DEFAULTS,
+    'onpolicy_vtrace': _ONPOLICY_DEFAULTS,
 }
+
+# The gin bindings that make the configurable on-policy agent's loss V-trace's: its targets and
+# advantages, and IMPALA's policy gradient (both truncate the importance weights at 1).
+ONPOLICY_VTRACE_LOSS = ('GeneralizedOnPolicyLoss.policy_loss=@vtrace()',
+                        'GeneralizedOnPolicyLoss.advantage_estimator=@VTrace()',
+                        'VTrace.lambda_=0.95')
 
 
 def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
@@ -74,12 +89,15 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
   if args.agent == 'vtrace':
     return common + [f'--adam_epsilon={args.adam_epsilon}', f'--entropy_cost={args.entropy_cost}',
                      f'--reward_scaling={args.reward_scaling}', f'--lstm_size={args.lstm_size}']
-  gin_bindings = [f'KLPolicyRegularizer.entropy={args.entropy_cost}',
-                  f'ppo.epsilon={args.ppo_epsilon}', 'ppo.normalize_advantages=True',
-                  'GeneralizedOnPolicyLoss.max_abs_reward=1.',
-                  f'GeneralizedOnPolicyLoss.reward_scaling={args.reward_scaling}',
-                  'GeneralizedOnPolicyLoss.baseline_cost=0.5',
-                  f'tf.keras.optimizers.Adam.epsilon={args.adam_epsilon}']
+  if args.agent == 'ppo':
+    loss = [f'ppo.epsilon={args.ppo_epsilon}', 'ppo.normalize_advantages=True']
+  else:
+    loss = list(ONPOLICY_VTRACE_LOSS)
+  gin_bindings = [f'KLPolicyRegularizer.entropy={args.entropy_cost}'] + loss + [
+      'GeneralizedOnPolicyLoss.max_abs_reward=1.',
+      f'GeneralizedOnPolicyLoss.reward_scaling={args.reward_scaling}',
+      'GeneralizedOnPolicyLoss.baseline_cost=0.5',
+      f'tf.keras.optimizers.Adam.epsilon={args.adam_epsilon}']
   return common + [f'--batches_per_step={args.batches_per_step}', '--batch_mode=shuffle',
                    '--clip_norm=0.5', '--lr_decay_multiplier=0', '--log_episode_frequency=1'
                    ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
@@ -114,10 +132,10 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--batch_size', type=int,
                       help='Unrolls per batch (V-trace) or per minibatch (PPO).')
   parser.add_argument('--batches_per_step', type=int,
-                      help='PPO: minibatches in each epoch of a training step.')
+                      help='PPO, onpolicy_vtrace: minibatches in each epoch of a training step.')
   parser.add_argument('--learning_rate', type=float)
   parser.add_argument('--adam_epsilon', type=float)
-  parser.add_argument('--ppo_epsilon', type=float, default=0.1,
+  parser.add_argument('--ppo_epsilon', type=float, default=PPO_EPSILON,
                       help='PPO: the clipping of the probability ratio.')
   parser.add_argument('--entropy_cost', type=float, default=0.01)
   parser.add_argument('--reward_scaling', type=float, default=1.,
@@ -143,10 +161,13 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
     if getattr(args, name) is None:
       setattr(args, name, value)
   if args.agent == 'vtrace' and args.batches_per_step != 1:
-    parser.error('--batches_per_step is for --agent=ppo (V-trace trains on each batch once per '
-                 'epoch)')
-  if args.agent == 'ppo' and args.lstm_size:
-    parser.error('--lstm_size is for --agent=vtrace (PPO\'s network keeps frames only)')
+    parser.error('--batches_per_step is for --agent=ppo or onpolicy_vtrace (V-trace trains on '
+                 'each batch once per epoch)')
+  if args.agent != 'vtrace' and args.lstm_size:
+    parser.error('--lstm_size is for --agent=vtrace (the on-policy agent\'s network keeps frames '
+                 'only)')
+  if args.agent != 'ppo' and args.ppo_epsilon != PPO_EPSILON:
+    parser.error('--ppo_epsilon is for --agent=ppo')
   return args
 
 
@@ -168,8 +189,10 @@ def setting(args: argparse.Namespace) -> str:
   if args.agent == 'vtrace':
     training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch')
   else:
+    loss = (f'clipping {args.ppo_epsilon:g}' if args.agent == 'ppo' else
+            'V-trace\'s loss (lambda 0.95)')
     training = (f'{args.batches_per_step} minibatches of {args.batch_size} unrolls per step, '
-                f'{args.epochs_per_step} epochs, clipping {args.ppo_epsilon:g}')
+                f'{args.epochs_per_step} epochs, {loss}')
   return (f'atari {args.agent} on {args.game}, Nature-DQN torso ({args.initialization} '
           f'initialization) on {memory}, {actions}, '
           f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '

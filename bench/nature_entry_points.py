@@ -1,9 +1,10 @@
 """The learner and actor processes of `bench/learn_atari.py` and `bench/pixel_bandit.py`: an
-Atari entry point with the Nature-DQN network of `bench/nature_networks.py`, training V-trace or
-PPO (the configurable on-policy agent) as `--agent` says.
+Atari entry point with the Nature-DQN network of `bench/nature_networks.py`, training V-trace, PPO
+or the configurable on-policy agent with V-trace's loss, as `--agent` says.
 
-V-trace runs as `seed_rl.environments.atari.vtrace_main` does, with this network. PPO has no Atari
-entry point in seed_rl (the original had none either); here it gets the Atari env flags, the
+`vtrace` runs as `seed_rl.environments.atari.vtrace_main` does, with this network. The
+configurable on-policy agent (`ppo`, `onpolicy_vtrace`: the loss its gin bindings choose) has no
+Atari entry point in seed_rl (the original had none either); here it gets the Atari env flags, the
 on-policy agent's flags and gin bindings, and the network without LSTM: its minibatches are whole
 unrolls (`--batch_mode=shuffle`), so the frame stack kept in the network's state stays right.
 """
@@ -11,7 +12,9 @@ unrolls (`--batch_mode=shuffle`), so the frame stack kept in the network's state
 import sys
 from typing import Any, Callable, Optional, Sequence
 
-AGENTS = ('vtrace', 'ppo')
+AGENTS = ('vtrace', 'ppo', 'onpolicy_vtrace')
+# The agents that run the configurable on-policy learner.
+ONPOLICY_AGENTS = ('ppo', 'onpolicy_vtrace')
 # `bench.nature_networks.INITIALIZATIONS`, named here without importing TensorFlow (the actors
 # parse the same flags).
 INITIALIZATIONS = ('orthogonal', 'glorot')
@@ -49,7 +52,7 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
       'initialization', 'orthogonal', INITIALIZATIONS,
       'The network\'s initial kernels: orthogonal (PPO\'s Atari agents\') or glorot (Keras\'s '
       'default).')
-  if agent == 'ppo':
+  if agent in ONPOLICY_AGENTS:
     from seed_rl.agents.policy_gradient import main_flags  # pylint: disable=g-import-not-at-top
     from seed_rl.environments.atari import env_flags  # pylint: disable=g-import-not-at-top,unused-import
 

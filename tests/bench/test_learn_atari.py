@@ -39,9 +39,25 @@ def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(
       'step, 3 epochs, clipping 0.1, lr 0.0001 (Adam epsilon 1e-05)')
 
 
+def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its_clipping(
+    tmp_path):
+  args = learn_atari.parse_args(['--agent', 'onpolicy_vtrace'])
+  flags = learn_atari.learner_flags(args, tmp_path)
+  assert {'--agent=onpolicy_vtrace', '--unroll_length=64', '--batch_size=4',
+          '--batches_per_step=4', '--epochs_per_step=3', '--learning_rate=0.00025',
+          '--batch_mode=shuffle', '--clip_norm=0.5',
+          '--gin_bindings=GeneralizedOnPolicyLoss.policy_loss=@vtrace()',
+          '--gin_bindings=GeneralizedOnPolicyLoss.advantage_estimator=@VTrace()',
+          '--gin_bindings=VTrace.lambda_=0.95',
+          '--gin_bindings=KLPolicyRegularizer.entropy=0.01'} <= set(flags)
+  assert not any('ppo.' in flag for flag in flags)
+  assert ('3 epochs, V-trace\'s loss (lambda 0.95), lr 0.00025' in learn_atari.setting(args))
+
+
 @pytest.mark.parametrize('argv, message', [
     (['--agent', 'ppo', '--lstm_size', '256'], '--lstm_size is for --agent=vtrace'),
-    (['--batches_per_step', '2'], '--batches_per_step is for --agent=ppo'),
+    (['--batches_per_step', '2'], '--batches_per_step is for --agent=ppo or onpolicy_vtrace'),
+    (['--agent', 'onpolicy_vtrace', '--ppo_epsilon', '0.2'], '--ppo_epsilon is for --agent=ppo'),
 ])
 def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
   with pytest.raises(SystemExit):
@@ -53,10 +69,35 @@ def test_the_processes_read_their_agent_before_absl_parses_the_flags():
   assert nature_entry_points.agent_of(['prog', '--run_mode=actor']) == 'vtrace'
   assert nature_entry_points.agent_of(['prog', '--agent=ppo', '--task=0']) == 'ppo'
   assert nature_entry_points.agent_of(['prog', '--task=0', '--agent', 'ppo']) == 'ppo'
-  with pytest.raises(SystemExit, match='--agent must be one of vtrace, ppo'):
+  assert nature_entry_points.agent_of(['prog', '--agent=onpolicy_vtrace']) == 'onpolicy_vtrace'
+  with pytest.raises(SystemExit, match='--agent must be one of vtrace, ppo, onpolicy_vtrace'):
     nature_entry_points.agent_of(['prog', '--agent=dqn'])
 
 
 def test_the_processes_name_the_initializations_of_the_network_without_importing_it():
   from bench import nature_networks  # pylint: disable=g-import-not-at-top
   assert nature_entry_points.INITIALIZATIONS == nature_networks.INITIALIZATIONS
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('agent, loss_name, advantages', [
+    ('ppo', 'ppo', 'GAE'), ('onpolicy_vtrace', 'vtrace', 'VTrace')])
+def test_the_gin_bindings_build_the_agents_loss(agent, loss_name, advantages, tmp_path):
+  import gin  # pylint: disable=g-import-not-at-top
+  from seed_rl.agents.policy_gradient import gin_setup  # pylint: disable=g-import-not-at-top
+  flags = learn_atari.learner_flags(learn_atari.parse_args(['--agent', agent]), tmp_path)
+  gin.clear_config()
+  try:
+    gin_setup.parse_gin(None, [f.split('=', 1)[1] for f in flags
+                               if f.startswith('--gin_bindings=')])
+    reference = gin.query_parameter('GeneralizedOnPolicyLoss.policy_loss')
+    loss = reference.scoped_configurable_fn()
+    estimator = gin.query_parameter(
+        'GeneralizedOnPolicyLoss.advantage_estimator').scoped_configurable_fn()
+  finally:
+    gin.clear_config()
+  assert str(reference) == f'@{loss_name}()'
+  assert loss.use_importance_weights
+  assert (loss.ppo_epsilon is None) == (agent == 'onpolicy_vtrace')
+  assert (loss.advantage_preprocessor is None) == (agent == 'onpolicy_vtrace')
+  assert type(estimator).__name__ == advantages and estimator.lambda_ == 0.95
