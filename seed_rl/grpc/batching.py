@@ -250,12 +250,9 @@ class Job:
   callers: List[Caller]
   output_codes: List[int]
   batch_size: Optional[int]  # set when the outputs must be split by rows
-  on_start: Optional[Callable[[], None]] = None
 
   def run(self) -> List[Tuple[Slot, bytes]]:
     """Runs the function and returns one serialized response per caller."""
-    if self.on_start is not None:
-      self.on_start()
     try:
       outputs = self.runner(self.inputs)
       self.inputs = None  # Let the buffers go as soon as TensorFlow does.
@@ -564,7 +561,8 @@ class MethodBatcher:
     return _Batch(self._spec.args)
 
   def _refill_spare(self) -> None:
-    """Prepares the buffers of a future batch outside the lock."""
+    """Prepares the buffers of a future batch outside the lock (once the batch that took the
+    last ones has answered its callers, so that they do not wait for it)."""
     self._spare.append(self._new_batch())
 
   def _enqueue(self, tensors, plan: _Plan) -> Slot:
@@ -610,7 +608,8 @@ class MethodBatcher:
       runner = self._next_runner()
     # This call completed the batch: run it here, outside the lock.
     self._execute(Job(runner, batch.buffers, batch.callers, self._spec.output_codes,
-                      self._batch_size, on_start=self._refill_spare))
+                      self._batch_size))
+    self._refill_spare()
     return slot
 
   def _raise_size_error(self, tensors, contents, plan: _Plan) -> None:
