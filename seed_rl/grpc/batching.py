@@ -355,6 +355,8 @@ class MethodBatcher:
       plan = self._plans.get(key)
       if plan is None:
         plan = self._new_plan(key)
+      if data is not None and plan.learnable and not plan.learnt:
+        self._learn(data, request, plan)
       if plan.direct:
         contents = [t.content for t in tensors] if plan.views is not None else None
         if contents is None or list(map(len, contents)) != plan.nbytes:
@@ -363,8 +365,6 @@ class MethodBatcher:
           slot = self._direct(contents, plan)
       else:
         slot = self._enqueue(tensors, plan)
-      if data is not None and plan.learnable and not plan.learnt:
-        self._learn(data, request, plan)
     except RequestError as e:
       return error_response(e.code, e.message)
     return slot.wait()
