@@ -1,4 +1,4 @@
-r"""Learning benchmark: V-trace or PPO on Pong with a frame budget, until a mean return of +15.
+r"""Learning benchmark: V-trace, PPO or V-trace's loss in the on-policy agent on Pong, to +15.
 
   python -m bench.learn_atari [--agent vtrace|ppo|onpolicy_vtrace] [--frame_budget 1e7]
                               [--num_actors 2]
