@@ -18,8 +18,13 @@ def test_xla_and_default_compute_the_same_gradient(network):
                                           jit_compile=False)()
   xla = jit_compile.training_gradient(model, batch_size=2, unroll_length=2, jit_compile=True)()
   assert len(default) == len(xla) == len(model.trainable_variables)
-  for expected, actual in zip(default, xla):
-    np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-5)
+  # Compared per variable by the norm of the difference, not element by element: the two ways
+  # round float32 differently, and a rounding that flips a near-tie of a ReLU or of a max-pool
+  # moves a few elements by a few percent (seen on another CPU: 1.4e-4 on elements of 0.03,
+  # 1e-3 of the variable's norm here). A wrong gradient differs by the order of the norm itself.
+  for variable, expected, actual in zip(model.trainable_variables, default, xla):
+    error = np.linalg.norm(actual - expected) / np.linalg.norm(expected)
+    assert error < 2e-2, f'{variable.name}: XLA gradient differs by {error:.1e} of its norm'
 
 
 def test_measure_times_both_parts_both_ways_and_reports_the_ratio():
