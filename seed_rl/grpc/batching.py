@@ -5,7 +5,7 @@ One `MethodBatcher` per bound method name and server run, shared by the server's
 signature), copies its rows into the preallocated numpy buffers of the current batch with one
 slice assignment of bytes per argument, and blocks until the batch has run. `call_known(data)`
 does the same for the bytes of a request laid out like one served before, without parsing them
-(`request_layout`). The caller whose rows complete the batch runs the bound function itself,
+(`message_layout`). The caller whose rows complete the batch runs the bound function itself,
 outside the lock, exactly like the original C++ op: no thread hand-off, and several batches can
 be in flight at once. It then slices the outputs per caller, serializes one response per caller
 and wakes them.
@@ -37,7 +37,7 @@ import numpy as np
 
 from seed_rl.grpc import codec
 from seed_rl.grpc import errors
-from seed_rl.grpc import request_layout
+from seed_rl.grpc import message_layout
 from seed_rl.grpc import service_pb2
 from seed_rl.grpc import wire
 
@@ -183,7 +183,7 @@ class _Plan:
   # holds each len(content)); None where the generic decoder must read them (strings, negative
   # dimensions).
   views: Optional[List[Tuple[np.dtype, Tuple[int, ...]]]] = None
-  # Whether requests of this plan may be read by a `request_layout.RequestLayout` (numeric
+  # Whether requests of this plan may be read by a `message_layout.MessageLayout` (numeric
   # arguments only), and whether one was learnt already.
   learnable: bool = False
   learnt: bool = False
@@ -320,7 +320,7 @@ class MethodBatcher:
     self._validator = spec.validate
     self._logged_validator_errors: Set[type] = set()
     # Request size -> (layout, plan) pairs of the requests seen (see `call_known`).
-    self._known: Dict[int, Tuple[Tuple[request_layout.RequestLayout, _Plan], ...]] = {}
+    self._known: Dict[int, Tuple[Tuple[message_layout.MessageLayout, _Plan], ...]] = {}
     if spec.batch_size is not None:
       self._full_shapes = tuple(a.shape for a in spec.args)
       self._element_shapes = tuple(a.shape[1:] for a in spec.args)
@@ -376,8 +376,7 @@ class MethodBatcher:
       if layout.matches(data):
         try:
           if plan.direct:  # Arrays straight on the request's bytes.
-            slot = self._run_direct([np.ndarray(shape, dtype, data, start) for (start, _), (
-                dtype, shape) in zip(layout.spans, plan.views)])
+            slot = self._run_direct(layout.arrays(data))
           else:
             view = memoryview(data)
             slot = self._enqueue_rows([view[start:end] for start, end in layout.spans], (),
@@ -438,7 +437,7 @@ class MethodBatcher:
     if [len(t.content) for t in request.tensor] != plan.nbytes:
       return
     plan.learnt = True
-    layout = request_layout.learn(data, request)
+    layout = message_layout.learn_request(data, request)
     if layout is None:
       return
     with self._lock:

@@ -18,6 +18,7 @@ import grpc
 
 from seed_rl.grpc import codec
 from seed_rl.grpc import errors
+from seed_rl.grpc import message_layout
 from seed_rl.grpc import security
 from seed_rl.grpc import service_pb2
 from seed_rl.grpc import wire
@@ -30,6 +31,8 @@ _INIT_METHOD = '/seed_rl.TensorService/Init'
 _CALL_METHOD = '/seed_rl.TensorService/Call'
 _END = object()
 _STREAM_CLOSED_MESSAGE = 'Read failed, is the server closed?'
+# Response layouts a client remembers (one per method and response size in the common case).
+_MAX_RESPONSE_LAYOUTS = 64
 
 # Stream-level statuses that mean "the server went away".
 _SERVER_GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
@@ -130,9 +133,10 @@ class Client:
               errors.UNAVAILABLE, f'Server at {server_address} is not reachable: no answer '
               f'within {timeout} s ({e.details()})') from None
         raise _rpc_error(e, f'Init of the client of {server_address} failed') from None
+      # Responses arrive as bytes: most are read without parsing (`_call`).
       self._call_fn = self._channel.stream_stream(
-          _CALL_METHOD, request_serializer=None,
-          response_deserializer=service_pb2.CallResponse.FromString)
+          _CALL_METHOD, request_serializer=None, response_deserializer=None)
+      self._response_layouts: Dict[Tuple[str, int], message_layout.MessageLayout] = {}
       self._methods: Dict[str, Tuple[Callable[..., Any], int]] = {
           sig.name: (codec.make_packer(sig.output_signature),
                      codec.count_leaves(sig.output_signature))
@@ -190,13 +194,26 @@ class Client:
         stream = self._stream = _Stream(self._call_fn, self._metadata)
       stream.requests.put(request)
       try:
-        response = next(stream.responses)
+        data = next(stream.responses)
       except grpc.RpcError as e:
         self._drop_stream(stream)
         raise _rpc_error(e, _STREAM_CLOSED_MESSAGE) from None
       except StopIteration:
         self._drop_stream(stream)
         raise errors.make_error(errors.UNAVAILABLE, _STREAM_CLOSED_MESSAGE) from None
+    layout = self._response_layouts.get((name, len(data)))
+    if layout is not None and layout.matches(data):
+      return pack(iter(layout.arrays(data)))
+    return pack(iter(self._read_response(name, data, num_outputs)))
+
+  def _read_response(self, name: str, data: bytes, num_outputs: int) -> List[Any]:
+    """The outputs in the response `data`, parsed, or the error it carries. Remembers the
+    layout of a successful response: the next ones like it are read without parsing."""
+    try:
+      response = service_pb2.CallResponse.FromString(data)
+    except Exception as e:  # pylint: disable=broad-except
+      raise errors.make_error(errors.INTERNAL,
+                              f'Cannot parse CallResponse: {e or type(e).__name__}') from None
     if response.status_code:
       raise errors.make_error(response.status_code, response.status_error_message)
     tensors = response.tensor
@@ -207,7 +224,12 @@ class Client:
       outputs = [codec.decode_tensor(t) for t in tensors]
     except codec.CodecError as e:
       raise errors.make_error(errors.INTERNAL, f'Parsing of tensor failed: {e}') from None
-    return pack(iter(outputs))
+    layout = message_layout.learn_response(data, response)
+    if layout is not None:
+      if len(self._response_layouts) >= _MAX_RESPONSE_LAYOUTS:
+        self._response_layouts.clear()  # Sizes that change every call: not worth keeping.
+      self._response_layouts[(name, len(data))] = layout
+    return outputs
 
   def _drop_stream(self, stream: _Stream) -> None:
     """Forgets a broken stream; the next call opens a new one."""

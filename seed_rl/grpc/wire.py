@@ -119,6 +119,11 @@ def request_tensor_header(code: int, shape: Tuple[int, ...], nbytes: int) -> byt
   return _header(_REQUEST_TENSOR, code, shape, nbytes)
 
 
+def response_tensor_header(code: int, shape: Tuple[int, ...], nbytes: int) -> bytes:
+  """The bytes of a `CallResponse.tensor` field before its `nbytes` bytes of content."""
+  return _header(_RESPONSE_TENSOR, code, shape, nbytes)
+
+
 # The request header of every (dtype, shape) of non-empty arrays sent as they are: an actor
 # sends the same few every step, and finding the header costs less than working it out.
 _array_headers: Dict[Tuple[np.dtype, Tuple[int, ...]], bytes] = {}
