@@ -168,6 +168,9 @@ class _Acting(object):
                                      config.task * config.env_batch_size + g * size, size))
       if num_groups == 2:
         self.clients.append(_connect(config))
+      # Each client's inference method, fetched once (a client makes it anew on every access).
+      self._inference = [c.inference for c in self.clients]
+      if num_groups == 2:
         self._executor = futures.ThreadPoolExecutor(2, thread_name_prefix='inference')
         self._pending = [self._send(g) for g in range(2)]
     except BaseException:
@@ -175,7 +178,7 @@ class _Acting(object):
       raise
 
   def _send(self, g: int) -> futures.Future:
-    return self._executor.submit(self.clients[g].inference, *self.groups[g].request())
+    return self._executor.submit(self._inference[g], *self.groups[g].request())
 
   def step(self, stats: _EpisodeStats, inference_timer: _Timer, step_timer: _Timer) -> None:
     """Steps every environment once; the timers get each group's wait for its actions and its
@@ -183,7 +186,7 @@ class _Acting(object):
     for g, group in enumerate(self.groups):
       start = time.time()
       if self._executor is None:
-        action = self.clients[g].inference(*group.request())
+        action = self._inference[g](*group.request())
       else:
         action = self._pending[g].result()
       inference_timer.add(time.time() - start)

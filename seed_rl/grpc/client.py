@@ -150,11 +150,23 @@ class Client:
 
   def _method(self, name: str) -> Callable[..., Any]:
     """A callable for method `name`, made on each access: methods hold no reference cycle, so a
-    client that is dropped (even `Client(address).foo(x)`) closes its channel at once."""
+    client that is dropped (even `Client(address).foo(x)`) closes its channel at once. Keep the
+    callable to call a method every step: it does the whole call in one Python frame but for
+    the exchange on the stream."""
     pack, num_outputs = self._methods[name]
+    layouts = self._response_layouts
+    exchange = self._exchange
 
     def method(*args):
-      return self._call(name, args, pack, num_outputs)
+      try:
+        request = wire.encode_call_request(name, codec.flatten(args))
+      except codec.CodecError as e:
+        raise errors.make_error(errors.INVALID_ARGUMENT, f'{name}: {e}') from None
+      data = exchange(request)
+      layout = layouts.get((name, len(data)))
+      if layout is not None and layout.matches(data):
+        return pack(iter(layout.arrays(data)))
+      return pack(iter(self._read_response(name, data, num_outputs)))
 
     method.__name__ = name
     method.__doc__ = f'Calls {name!r} on {self._address}.'
@@ -178,14 +190,8 @@ class Client:
 
   # --- calls --------------------------------------------------------------------------------------
 
-  def _encode_request(self, name: str, args) -> bytes:
-    try:
-      return wire.encode_call_request(name, codec.flatten(list(args)))
-    except codec.CodecError as e:
-      raise errors.make_error(errors.INVALID_ARGUMENT, f'{name}: {e}') from None
-
-  def _call(self, name: str, args, pack, num_outputs: int):
-    request = self._encode_request(name, args)
+  def _exchange(self, request: bytes) -> bytes:
+    """Sends `request` on the stream (opened on first use) and returns the response's bytes."""
     with self._lock:
       if self._closed:
         raise errors.make_error(errors.UNAVAILABLE, 'The client is closed (server closed).')
@@ -194,17 +200,13 @@ class Client:
         stream = self._stream = _Stream(self._call_fn, self._metadata)
       stream.requests.put(request)
       try:
-        data = next(stream.responses)
+        return next(stream.responses)
       except grpc.RpcError as e:
         self._drop_stream(stream)
         raise _rpc_error(e, _STREAM_CLOSED_MESSAGE) from None
       except StopIteration:
         self._drop_stream(stream)
         raise errors.make_error(errors.UNAVAILABLE, _STREAM_CLOSED_MESSAGE) from None
-    layout = self._response_layouts.get((name, len(data)))
-    if layout is not None and layout.matches(data):
-      return pack(iter(layout.arrays(data)))
-    return pack(iter(self._read_response(name, data, num_outputs)))
 
   def _read_response(self, name: str, data: bytes, num_outputs: int) -> List[Any]:
     """The outputs in the response `data`, parsed, or the error it carries. Remembers the
