@@ -545,7 +545,7 @@ class MethodBatcher:
 
   def _direct(self, contents, plan: _Plan) -> Slot:
     """A direct call whose arguments' bytes (of the right sizes) are `contents`."""
-    return self._run_direct([np.frombuffer(content, dtype).reshape(shape)
+    return self._run_direct([np.ndarray(shape, dtype, content)
                              for content, (dtype, shape) in zip(contents, plan.views)])
 
   def _run_direct(self, inputs: List[np.ndarray]) -> Slot:

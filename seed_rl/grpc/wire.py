@@ -33,6 +33,15 @@ _TENSOR_CONTENT = b'\x1a'  # Tensor.content = 3
 _MAX_CACHED_HEADERS = 4096
 
 
+def _remember(cache: Dict[Any, bytes], key: Any, value: bytes) -> bytes:
+  """Stores `value` in one of the caches of header bytes and returns it. A full cache is
+  emptied first: shapes that change every call are not worth remembering."""
+  if len(cache) >= _MAX_CACHED_HEADERS:
+    cache.clear()
+  cache[key] = value
+  return value
+
+
 def varint(value: int) -> bytes:
   """The protobuf base-128 varint of an int64/uint64 (negative numbers as 10 bytes)."""
   value &= 0xFFFFFFFFFFFFFFFF
@@ -72,10 +81,7 @@ def _header(tag: bytes, code: int, shape: Tuple[int, ...], nbytes: int) -> bytes
       body += _TENSOR_SHAPE + varint(len(packed)) + packed
     if nbytes:
       body += _TENSOR_CONTENT + varint(nbytes)
-    header = tag + varint(len(body) + nbytes) + body
-    if len(_headers) >= _MAX_CACHED_HEADERS:
-      _headers.clear()  # Shapes that change every call: no point in remembering them.
-    _headers[key] = header
+    header = _remember(_headers, key, tag + varint(len(body) + nbytes) + body)
   return header
 
 
@@ -107,10 +113,8 @@ def request_function_field(function: str) -> bytes:
   field = _function_fields.get(function)
   if field is None:
     name = function.encode('utf-8')
-    field = _REQUEST_FUNCTION + varint(len(name)) + name if name else b''
-    if len(_function_fields) >= _MAX_CACHED_HEADERS:
-      _function_fields.clear()
-    _function_fields[function] = field
+    field = _remember(_function_fields, function,
+                      _REQUEST_FUNCTION + varint(len(name)) + name if name else b'')
   return field
 
 
@@ -152,9 +156,7 @@ def encode_call_request(function: str, leaves: Sequence[Any]) -> bytes:
       raise codec.CodecError(f'arg[{i}]: {e}') from None
     _add_array(parts, _REQUEST_TENSOR, arr, code)
     if arr is leaf and arr.nbytes and _is_direct(arr, code):
-      if len(_array_headers) >= _MAX_CACHED_HEADERS:
-        _array_headers.clear()
-      _array_headers[(arr.dtype, arr.shape)] = parts[-2]
+      _remember(_array_headers, (arr.dtype, arr.shape), parts[-2])
   return b''.join(parts)
 
 
