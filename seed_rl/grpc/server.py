@@ -330,36 +330,40 @@ class _Run:
       self._streams -= 1
 
   def _call(self, request_iterator, context):
-    """One client stream: one response per request, in order."""
+    """One client stream: one response per request, in order.
+
+    Each request's bytes count against `max_bytes_in_flight` until its response is ready
+    (counted here, without a call per request: this loop runs for every actor step).
+    """
     self._authorize(context)
     self._open_stream(context)
+    limit = self._max_bytes
+    limits_lock = self._limits_lock
     try:
       for data in request_iterator:
         size = len(data)
-        refusal = self._admit(size, context)
-        if refusal is not None:
-          yield refusal
+        with limits_lock:
+          held = self.bytes_in_flight
+          admitted = limit is None or held + size <= limit
+          if admitted:
+            self.bytes_in_flight = held + size
+        if not admitted:
+          yield self._refusal(size, held, context)
           continue
         try:
           response = self._dispatch(data)
           data = None
         finally:
-          self._release(size)
+          with limits_lock:
+            self.bytes_in_flight -= size
         yield response
     finally:
       self._close_stream()
 
-  def _admit(self, size: int, context) -> Optional[bytes]:
-    """Counts a request of `size` bytes in flight; the error response if that is over the limit.
-
-    The bytes stay counted until the request's response is ready (`_release`).
-    """
+  def _refusal(self, size: int, held: int, context) -> bytes:
+    """The error response to a request of `size` bytes that would pass the limit on bytes in
+    flight while `held` bytes are."""
     limit = self._max_bytes
-    with self._limits_lock:
-      held = self.bytes_in_flight
-      if limit is None or held + size <= limit:
-        self.bytes_in_flight = held + size
-        return None
     self._refused_bytes.record(context.peer())
     if size > limit:
       message = (f'Request of {size} bytes refused: it is larger than the server\'s limit on the '
@@ -371,23 +375,18 @@ class _Run:
                  f'(Server(..., max_bytes_in_flight={limit})); retry later, or raise the limit')
     return batching.error_response(errors.RESOURCE_EXHAUSTED, message)
 
-  def _release(self, size: int) -> None:
-    with self._limits_lock:
-      self.bytes_in_flight -= size
-
   def _dispatch(self, data: bytes) -> bytes:
     """The response to the request in `data`: read as laid out like a request served before
     when it is (`MethodBatcher.call_known`), else parsed."""
     if self._closing:
       return batching.error_response(errors.UNAVAILABLE, _SHUTDOWN_MESSAGE)
-    function = None
+    function = batcher = None
     try:
       for batcher in self._batcher_list:
-        function = batcher.name
         response = batcher.call_known(data)
         if response is not None:
           return response
-      function = None
+      batcher = None
       request = _parse_call_request(data)
       if isinstance(request, _BadRequest):
         return batching.error_response(errors.INVALID_ARGUMENT,
@@ -399,6 +398,8 @@ class _Run:
       return batcher.call(request, data)
     except Exception as e:  # pylint: disable=broad-except
       # A bug here must not end the stream (the client would see UNAVAILABLE).
+      if function is None and batcher is not None:
+        function = batcher.name
       _log.exception('seed_rl.grpc: unexpected error while serving %s', function)
       return batching.error_response(errors.INTERNAL,
                                      f'{type(e).__name__} while serving {function}: {e}')
