@@ -135,8 +135,8 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
                       help='PPO, onpolicy_vtrace: minibatches in each epoch of a training step.')
   parser.add_argument('--learning_rate', type=float)
   parser.add_argument('--adam_epsilon', type=float)
-  parser.add_argument('--ppo_epsilon', type=float, default=PPO_EPSILON,
-                      help='PPO: the clipping of the probability ratio.')
+  parser.add_argument('--ppo_epsilon', type=float,
+                      help=f'PPO: the clipping of the probability ratio (default {PPO_EPSILON}).')
   parser.add_argument('--entropy_cost', type=float, default=0.01)
   parser.add_argument('--reward_scaling', type=float, default=1.,
                       help='Rewards (clipped to [-1, 1]) are multiplied by this in the loss.')
@@ -157,6 +157,10 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
                            'events (default: a temporary one).')
   parser.set_defaults(**defaults)
   args = parser.parse_args(argv)
+  if args.agent != 'ppo' and args.ppo_epsilon is not None:
+    parser.error('--ppo_epsilon is for --agent=ppo')
+  if args.agent == 'ppo' and args.ppo_epsilon is None:
+    args.ppo_epsilon = PPO_EPSILON
   for name, value in AGENT_DEFAULTS[args.agent].items():
     if getattr(args, name) is None:
       setattr(args, name, value)
@@ -166,8 +170,6 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   if args.agent != 'vtrace' and args.lstm_size:
     parser.error('--lstm_size is for --agent=vtrace (the on-policy agent\'s network keeps frames '
                  'only)')
-  if args.agent != 'ppo' and args.ppo_epsilon != PPO_EPSILON:
-    parser.error('--ppo_epsilon is for --agent=ppo')
   return args
 
 

@@ -58,6 +58,7 @@ def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its
     (['--agent', 'ppo', '--lstm_size', '256'], '--lstm_size is for --agent=vtrace'),
     (['--batches_per_step', '2'], '--batches_per_step is for --agent=ppo or onpolicy_vtrace'),
     (['--agent', 'onpolicy_vtrace', '--ppo_epsilon', '0.2'], '--ppo_epsilon is for --agent=ppo'),
+    (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
 ])
 def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
   with pytest.raises(SystemExit):
