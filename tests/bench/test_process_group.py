@@ -2,6 +2,7 @@
 environment variables and TensorFlow thread settings its processes get."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -76,3 +77,14 @@ def test_learner_threads_follow_run_local(monkeypatch):
   assert process_group.learner_thread_env(cores - 1) == {}
   monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '3')
   assert process_group.learner_thread_env(cores) == {}
+
+
+def test_learner_threads_are_those_run_local_sets():
+  """run_local.sh sets its learner's threads in bash: the values and the rule must agree."""
+  script = (ROOT / 'run_local.sh').read_text()
+  assignment = re.search(r'learner_env=\(env ([^)]*)\)', script).group(1).split()
+  assert dict(a.split('=') for a in assignment) == dict(zip(process_group.THREAD_VARIABLES,
+                                                            ('1', '2')))
+  # Set where the actors alone fill the cores (nproc counts the cores this process may use).
+  assert '[ "$(nproc)" -le "$NUM_ACTORS" ]' in script
+  assert all(f'${{{name}:-}}' in script for name in process_group.THREAD_VARIABLES)
