@@ -227,6 +227,47 @@ def test_round_robin_per_batch():
   assert [c[0].tolist() for c in runners[1].calls] == [[1], [4]]
 
 
+class _CountedBatch(batching._Batch):  # pylint: disable=protected-access
+  made = 0
+
+  def __init__(self, args):
+    super().__init__(args)
+    _CountedBatch.made += 1
+
+
+@pytest.mark.timeout(20)
+def test_buffers_of_a_batch_that_ran_are_used_again(monkeypatch):
+  monkeypatch.setattr(batching, '_Batch', _CountedBatch)
+  _CountedBatch.made = 0
+  inputs = []
+
+  def runner(arrays):  # Keeps no reference to its inputs.
+    inputs.append(arrays[0].tolist())
+    return [arrays[0] + 1, arrays[0]]
+
+  batcher, _ = _batcher([(1,)], runners=[runner])
+  for i in range(6):
+    assert _response(batcher.call(_request(np.int32(i))))[0] == i + 1
+  assert inputs == [[i] for i in range(6)]
+  # The first batch, and the one made while it ran: then each takes the buffers of the one
+  # before last.
+  assert _CountedBatch.made == 2
+
+
+@pytest.mark.timeout(20)
+def test_buffers_the_function_keeps_are_never_written_again():
+  kept = []
+
+  def runner(arrays):
+    kept.append(arrays[0])  # Like a tensor of them in a queue: a reference to the array.
+    return [arrays[0] + 1, arrays[0]]
+
+  batcher, _ = _batcher([(1,)], runners=[runner])
+  for i in range(6):
+    assert _response(batcher.call(_request(np.int32(i))))[0] == i + 1
+  assert [a.tolist() for a in kept] == [[i] for i in range(6)]
+
+
 @pytest.mark.timeout(20)
 def test_fail_pending_answers_waiting_callers(pool):
   batcher, spec = _batcher([(3,)])
