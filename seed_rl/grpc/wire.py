@@ -140,15 +140,26 @@ def encode_call_request(function: str, leaves: Sequence[Any]) -> bytes:
   Raises:
     codec.CodecError: a leaf cannot be sent; the message names it as arg[i].
   """
+  # An actor's every step: arrays of dtypes and shapes sent before, joined as they are. Each
+  # µs of Python here costs several between two RPCs, so this loop does the least it can.
+  parts: List[Any] = [request_function_field(function)]
+  for leaf in leaves:
+    header = _array_headers.get((leaf.dtype, leaf.shape)) if type(leaf) is np.ndarray else None
+    if header is None:
+      return _encode_any_call_request(function, leaves)
+    parts.append(header)
+    parts.append(leaf)
+  try:
+    return b''.join(parts)
+  except TypeError:  # An array that is not C-contiguous exports no plain buffer.
+    return _encode_any_call_request(function, leaves)
+
+
+def _encode_any_call_request(function: str, leaves: Sequence[Any]) -> bytes:
+  """`encode_call_request` for any leaves; remembers the headers of arrays sent as they are."""
   prefix = request_function_field(function)
   parts: List[Any] = [prefix] if prefix else []
   for i, leaf in enumerate(leaves):
-    if type(leaf) is np.ndarray:
-      header = _array_headers.get((leaf.dtype, leaf.shape))
-      if header is not None and leaf.flags.c_contiguous:
-        parts.append(header)
-        parts.append(leaf)
-        continue
     try:
       arr = codec.to_array(leaf)
       code = codec.wire_code(arr)
