@@ -133,7 +133,7 @@ class Client:
               errors.UNAVAILABLE, f'Server at {server_address} is not reachable: no answer '
               f'within {timeout} s ({e.details()})') from None
         raise _rpc_error(e, f'Init of the client of {server_address} failed') from None
-      # Responses arrive as bytes: most are read without parsing (`_call`).
+      # Responses arrive as bytes: most are read without parsing (`_method`).
       self._call_fn = self._channel.stream_stream(
           _CALL_METHOD, request_serializer=None, response_deserializer=None)
       self._response_layouts: Dict[Tuple[str, int], message_layout.MessageLayout] = {}
