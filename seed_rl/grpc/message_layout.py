@@ -4,7 +4,7 @@ Both per-step messages repeat themselves but for their values: an actor sends th
 every step (the same function, tensors of the same dtypes and shapes) and gets the same response
 back; and both sides write them the same way (`wire`, like protobuf's own serializer, writes each
 field's header and then its bytes). Parsing a message and reading its tensors' dtypes and shapes
-again costs the server about 7 µs of Python per request, and the client about as much per
+again costs the server about 7 µs of Python per request and the client about 2 µs per
 response, at a point where each µs delays the next step several times over. A `MessageLayout`,
 learnt from one parsed message, knows where the headers and contents lie: a message of the same
 length whose header bytes are equal at the same offsets is the same message but for its
@@ -89,6 +89,8 @@ def _learn(data: bytes, prefix: bytes, tensor_header, tensors) -> Optional[Messa
     if dtype is None or tensor.string_val or any(d < 0 for d in shape):
       return None
     content = tensor.content
+    if len(content) != dtype.itemsize * math.prod(shape):
+      return None  # Contents of the wrong size: the decoder's error, not a view.
     header = tensor_header(tensor.dtype, shape, len(content))
     headers.append((offset, header))
     offset += len(header)
@@ -99,7 +101,4 @@ def _learn(data: bytes, prefix: bytes, tensor_header, tensors) -> Optional[Messa
   if not layout.matches(data) or any(data[start:end] != tensor.content
                                      for (start, end), tensor in zip(spans, tensors)):
     return None
-  for (start, end), (dtype, shape) in zip(spans, arrays):
-    if end - start != dtype.itemsize * math.prod(shape):
-      return None  # Contents of the wrong size: the decoder's error, not a view.
   return layout

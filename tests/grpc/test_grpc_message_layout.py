@@ -68,6 +68,13 @@ def test_strings_are_not_learnt():
 
 
 @pytest.mark.timeout(30)
+def test_contents_of_the_wrong_size_are_not_learnt():
+  tensor = service_pb2.Tensor(dtype=service_pb2.DT_INT32, shape=[2], content=b'\0' * 4)
+  data = service_pb2.CallRequest(function='f', tensor=[tensor]).SerializeToString()
+  assert _learn(data) is None
+
+
+@pytest.mark.timeout(30)
 def test_other_encodings_of_the_same_request_are_not_learnt():
   data = wire.encode_call_request('f', _arrays(0))
   function_field = wire.request_function_field('f')
