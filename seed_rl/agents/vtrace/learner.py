@@ -33,12 +33,15 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     self._create_agent_fn = create_agent_fn
     self._entropy_cost = None
     self._epochs_per_step = int(getattr(config, 'epochs_per_step', 1))
+    self.clip_norm = float(getattr(config, 'clip_norm', 0.) or 0.)
     # With several optimizer steps per training step, the training steps are counted apart.
     self._training_iterations = None
 
   def validate_config(self) -> None:
     if self._epochs_per_step < 1:
       raise ValueError(f'--epochs_per_step must be at least 1, got {self._epochs_per_step}.')
+    if self.clip_norm < 0:
+      raise ValueError(f'--clip_norm must be 0 (no clipping) or positive, got {self.clip_norm}.')
 
   def optimizer_steps_per_iteration(self) -> int:
     return self._epochs_per_step

@@ -17,6 +17,10 @@ import tensorflow as tf
 from seed_rl.agents.vtrace import learner
 from seed_rl.agents.vtrace.networks import AgentOutput
 from seed_rl.common import parametric_distribution
+from seed_rl.common import progress_logger
+from seed_rl.common import tensors
+from seed_rl.common.learner_runtime import inference
+from seed_rl.common.learner_runtime import training
 from seed_rl.common.structures import EnvOutput
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,7 +52,8 @@ class FakeAgent(tf.Module):
     self.calls.append(dict(unroll=unroll, is_training=is_training, agent_state=agent_state))
     observation = env_outputs.observation
     logits = (tf.einsum('tbd,da->tba', observation, self.obs_logits) +
-              tf.gather(self.action_logits, prev_actions))
+              tf.einsum('tba,ac->tbc', tf.one_hot(prev_actions, NUM_ACTIONS),
+                        self.action_logits))
     baseline = tf.einsum('tbd,d->tb', observation, self.obs_value) + self.value_bias
     action = tf.zeros_like(prev_actions)  # Unused by the loss.
     return AgentOutput(action, logits, baseline), agent_state
@@ -261,7 +266,7 @@ def test_gradients_flow(target_entropy):
   assert len(agent_gradients) == 4
   for variable, gradient in zip(agent.trainable_variables, agent_gradients):
     assert gradient is not None, variable.name
-    gradient = tf.convert_to_tensor(gradient).numpy()  # The gather gives IndexedSlices.
+    gradient = gradient.numpy()
     assert np.isfinite(gradient).all(), variable.name
     assert np.abs(gradient).max() > 1e-6, variable.name
 
@@ -281,4 +286,38 @@ def test_epochs_per_step_below_one_is_refused(epochs_per_step):
   agent = learner.VTraceAgent(None, types.SimpleNamespace(epochs_per_step=epochs_per_step))
   with pytest.raises(ValueError, match=rf'--epochs_per_step must be at least 1, got '
                                         rf'{epochs_per_step}\.'):
+    agent.validate_config()
+
+
+@pytest.mark.parametrize('clip_norm', [0., 1e-3])
+def test_clip_norm_bounds_each_optimizer_step(clip_norm):
+  """With `--clip_norm`, one SGD step (rate 1) moves the weights by exactly the clipped norm;
+  without, by the loss's whole gradient (far larger here)."""
+  weights, inputs = _weights(), _inputs(True)
+  config = types.SimpleNamespace(**vars(_config()), entropy_cost=ENTROPY_COST,
+                                 entropy_cost_adjustment_speed=10., clip_norm=clip_norm)
+  agent = learner.VTraceAgent(lambda *unused: FakeAgent(weights), config)
+  agent.validate_config()
+  agent.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
+  batch = tensors.make_time_major(inference.Unroll(tf.zeros([B, 2]), prev_actions, env_outputs,
+                                                   agent_outputs))
+  optimizer = tf.keras.optimizers.SGD(1.)
+  optimizer.build(agent.trainable_variables)
+  minimize = training.create_minimize(tf.distribute.get_strategy(), agent, optimizer,
+                                      progress_logger.ProgressLogger())
+  before = [v.numpy() for v in agent.trainable_variables]
+  metrics = minimize(batch)
+  moved = np.sqrt(sum(np.sum((v.numpy() - b) ** 2)
+                      for v, b in zip(agent.trainable_variables, before)))
+  gradient_norm = float(metrics['gradient_norm_before_clip'])
+  assert gradient_norm > 0.1
+  np.testing.assert_allclose(moved, clip_norm or gradient_norm, rtol=1e-3)
+
+
+@pytest.mark.parametrize('clip_norm', [-1., -1e-3])
+def test_negative_clip_norm_is_refused(clip_norm):
+  agent = learner.VTraceAgent(None, types.SimpleNamespace(clip_norm=clip_norm))
+  with pytest.raises(ValueError, match=r'--clip_norm must be 0 \(no clipping\) or positive, '
+                                       rf'got {clip_norm}\.'):
     agent.validate_config()
