@@ -34,7 +34,8 @@ the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
   targets and advantages (lambda 0.95, importance weights truncated at 1) and IMPALA's
   importance-weighted policy gradient, advantages not normalized; the values are normalized
   (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam and no
-  gradient clipping; this one reuses each batch 3 times, which V-trace's correction allows.
+  gradient clipping by default (`--epochs_per_step`, `--clip_norm`); this one reuses each batch
+  3 times, which V-trace's correction allows.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `bench/nature_entry_points.py`'s learner or actor.
@@ -57,20 +58,20 @@ PPO_EPSILON = 0.1
 # Atari settings with a smaller batch, for more gradient steps per frame. PPO: Schulman et al.
 # (2017)'s Atari settings, 1,024 transitions per training step (16 unrolls of 64 steps) in 3
 # epochs of 4 minibatches; the on-policy agent with V-trace's loss trains on the same batches.
+# V-trace's lambda is each V-trace agent's; PPO's GAE keeps its own 0.95.
 _ONPOLICY_DEFAULTS = dict(unroll_length=64, batch_size=4, batches_per_step=4, epochs_per_step=3,
-                          learning_rate=2.5e-4, adam_epsilon=1e-5)
+                          learning_rate=2.5e-4, adam_epsilon=1e-5, clip_norm=0.5)
 AGENT_DEFAULTS = {
     'vtrace': dict(unroll_length=20, batch_size=4, batches_per_step=1, epochs_per_step=1,
-                   learning_rate=6e-4, adam_epsilon=3.125e-7),
+                   learning_rate=6e-4, adam_epsilon=3.125e-7, clip_norm=0., lambda_=1.),
     'ppo': _ONPOLICY_DEFAULTS,
-    'onpolicy_vtrace': _ONPOLICY_DEFAULTS,
+    'onpolicy_vtrace': dict(_ONPOLICY_DEFAULTS, lambda_=.95),
 }
 
 # The gin bindings that make the configurable on-policy agent's loss V-trace's: its targets and
 # advantages, and IMPALA's policy gradient (both truncate the importance weights at 1).
 ONPOLICY_VTRACE_LOSS = ('GeneralizedOnPolicyLoss.policy_loss=@vtrace()',
-                        'GeneralizedOnPolicyLoss.advantage_estimator=@VTrace()',
-                        'VTrace.lambda_=0.95')
+                        'GeneralizedOnPolicyLoss.advantage_estimator=@VTrace()')
 
 
 def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
@@ -81,25 +82,27 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
             f'--num_envs={num_envs}', f'--env_batch_size={args.env_batch_size}',
             f'--unroll_length={args.unroll_length}', f'--batch_size={args.batch_size}',
             f'--epochs_per_step={args.epochs_per_step}',
-            f'--learning_rate={args.learning_rate}', f'--stack_size={args.stack_size}',
+            f'--learning_rate={args.learning_rate}', f'--clip_norm={args.clip_norm}',
+            f'--stack_size={args.stack_size}',
             f'--initialization={args.initialization}',
             f'--{"" if args.full_action_space else "no"}full_action_space',
             f'--total_environment_frames={int(args.frame_budget)}',
             '--save_checkpoint_secs=600', f'--seed={args.seed}']
   if args.agent == 'vtrace':
     return common + [f'--adam_epsilon={args.adam_epsilon}', f'--entropy_cost={args.entropy_cost}',
-                     f'--reward_scaling={args.reward_scaling}', f'--lstm_size={args.lstm_size}']
+                     f'--reward_scaling={args.reward_scaling}', f'--lstm_size={args.lstm_size}',
+                     f'--lambda_={args.lambda_}']
   if args.agent == 'ppo':
     loss = [f'ppo.epsilon={args.ppo_epsilon}', 'ppo.normalize_advantages=True']
   else:
-    loss = list(ONPOLICY_VTRACE_LOSS)
+    loss = list(ONPOLICY_VTRACE_LOSS) + [f'VTrace.lambda_={args.lambda_}']
   gin_bindings = [f'KLPolicyRegularizer.entropy={args.entropy_cost}'] + loss + [
       'GeneralizedOnPolicyLoss.max_abs_reward=1.',
       f'GeneralizedOnPolicyLoss.reward_scaling={args.reward_scaling}',
       'GeneralizedOnPolicyLoss.baseline_cost=0.5',
       f'tf.keras.optimizers.Adam.epsilon={args.adam_epsilon}']
   return common + [f'--batches_per_step={args.batches_per_step}', '--batch_mode=shuffle',
-                   '--clip_norm=0.5', '--lr_decay_multiplier=0', '--log_episode_frequency=1'
+                   '--lr_decay_multiplier=0', '--log_episode_frequency=1'
                    ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
 
 
@@ -135,6 +138,11 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
                       help='PPO, onpolicy_vtrace: minibatches in each epoch of a training step.')
   parser.add_argument('--learning_rate', type=float)
   parser.add_argument('--adam_epsilon', type=float)
+  parser.add_argument('--clip_norm', type=float,
+                      help='Global gradient norm clipping, 0: none (V-trace: 0, PPO and '
+                           'onpolicy_vtrace: 0.5).')
+  parser.add_argument('--lambda_', type=float,
+                      help='vtrace, onpolicy_vtrace: V-trace\'s lambda (1 and 0.95).')
   parser.add_argument('--ppo_epsilon', type=float,
                       help=f'PPO: the clipping of the probability ratio (default {PPO_EPSILON}).')
   parser.add_argument('--entropy_cost', type=float, default=0.01)
@@ -159,6 +167,8 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   args = parser.parse_args(argv)
   if args.agent != 'ppo' and args.ppo_epsilon is not None:
     parser.error('--ppo_epsilon is for --agent=ppo')
+  if args.agent == 'ppo' and args.lambda_ is not None:
+    parser.error('--lambda_ is for --agent=vtrace or onpolicy_vtrace (PPO\'s GAE keeps 0.95)')
   if args.agent == 'ppo' and args.ppo_epsilon is None:
     args.ppo_epsilon = PPO_EPSILON
   for name, value in AGENT_DEFAULTS[args.agent].items():
@@ -189,17 +199,19 @@ def setting(args: argparse.Namespace) -> str:
       f' + LSTM {args.lstm_size}' if args.lstm_size else '')
   actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
   if args.agent == 'vtrace':
-    training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch')
+    training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch, '
+                f'lambda {args.lambda_:g}')
   else:
     loss = (f'clipping {args.ppo_epsilon:g}' if args.agent == 'ppo' else
-            'V-trace\'s loss (lambda 0.95)')
+            f'V-trace\'s loss (lambda {args.lambda_:g})')
     training = (f'{args.batches_per_step} minibatches of {args.batch_size} unrolls per step, '
                 f'{args.epochs_per_step} epochs, {loss}')
   return (f'atari {args.agent} on {args.game}, Nature-DQN torso ({args.initialization} '
           f'initialization) on {memory}, {actions}, '
           f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
           f'{args.unroll_length}, {training}, lr {args.learning_rate:g} (Adam epsilon '
-          f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, entropy '
+          f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, gradient '
+          f'norm clipped to {args.clip_norm:g}, entropy '
           f'{args.entropy_cost:g}, rewards scaled by {args.reward_scaling:g}')
 
 

@@ -12,7 +12,18 @@ def test_the_bench_passes_its_setting_to_the_learner(tmp_path):
   assert {'--game=Pong', '--num_envs=16', '--env_batch_size=8', '--batch_size=4',
           '--unroll_length=20', '--learning_rate=0.0006', '--entropy_cost=0.01',
           '--total_environment_frames=10000000', '--adam_epsilon=3.125e-07',
-          '--reward_scaling=1.0', '--initialization=orthogonal'} <= set(flags)
+          '--reward_scaling=1.0', '--initialization=orthogonal', '--clip_norm=0.0',
+          '--lambda_=1.0'} <= set(flags)
+
+
+@pytest.mark.parametrize('agent, lambda_flag', [
+    ('vtrace', '--lambda_=0.9'), ('onpolicy_vtrace', '--gin_bindings=VTrace.lambda_=0.9')])
+def test_v_traces_lambda_and_the_clipping_reach_the_learner(agent, lambda_flag, tmp_path):
+  args = learn_atari.parse_args(['--agent', agent, '--lambda_', '0.9', '--clip_norm', '2'])
+  flags = learn_atari.learner_flags(args, tmp_path)
+  assert {lambda_flag, '--clip_norm=2.0'} <= set(flags)
+  assert 'lambda 0.9' in learn_atari.setting(args)
+  assert 'gradient norm clipped to 2,' in learn_atari.setting(args)
 
 
 def test_the_bench_prints_its_setting():
@@ -21,8 +32,8 @@ def test_the_bench_prints_its_setting():
   assert learn_atari.setting(args) == (
       'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + '
       'LSTM 256, all 18 actions, 2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) '
-      'per batch, lr 0.0006 (Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, entropy '
-      '0.01, rewards scaled by 0.1')
+      'per batch, lambda 1, lr 0.0006 (Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, '
+      'gradient norm clipped to 0, entropy 0.01, rewards scaled by 0.1')
 
 
 def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(tmp_path):
@@ -59,6 +70,7 @@ def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its
     (['--batches_per_step', '2'], '--batches_per_step is for --agent=ppo or onpolicy_vtrace'),
     (['--agent', 'onpolicy_vtrace', '--ppo_epsilon', '0.2'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
+    (['--agent', 'ppo', '--lambda_', '0.9'], '--lambda_ is for --agent=vtrace or onpolicy_vtrace'),
 ])
 def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
   with pytest.raises(SystemExit):
