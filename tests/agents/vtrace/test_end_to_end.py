@@ -159,7 +159,7 @@ def test_two_device_learner_serves_tf_free_actors_and_exports_a_saved_model(tmp_
   flags = _flags(tmp_path, batch_size=4, total_environment_frames=100 * 4 * 10,
                  epochs_per_step=2)
   with Processes(tmp_path) as processes:
-    learner = processes.start('learner', 'tests.agents.vtrace.two_device_main',
+    learner = processes.start('learner', 'bench.two_device_learner',
                               flags + ['--run_mode=learner'])
     processes.start('actor_0', GYM_MAIN, _actor_flags(flags, 0))
     checker = processes.start('actor_1', 'tests.agents.vtrace.tf_free_actor',
