@@ -198,6 +198,8 @@ def setting(args: argparse.Namespace) -> str:
   memory = f'{args.stack_size} stacked frames' + (
       f' + LSTM {args.lstm_size}' if args.lstm_size else '')
   actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
+  clipping = (f'gradient norm clipped to {args.clip_norm:g}' if args.clip_norm else
+              'no gradient clipping')
   if args.agent == 'vtrace':
     training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch, '
                 f'lambda {args.lambda_:g}')
@@ -210,9 +212,8 @@ def setting(args: argparse.Namespace) -> str:
           f'initialization) on {memory}, {actions}, '
           f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '
           f'{args.unroll_length}, {training}, lr {args.learning_rate:g} (Adam epsilon '
-          f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, gradient '
-          f'norm clipped to {args.clip_norm:g}, entropy '
-          f'{args.entropy_cost:g}, rewards scaled by {args.reward_scaling:g}')
+          f'{args.adam_epsilon:g}) decaying to 0 over {args.frame_budget:g} frames, {clipping}, '
+          f'entropy {args.entropy_cost:g}, rewards scaled by {args.reward_scaling:g}')
 
 
 def main() -> None:

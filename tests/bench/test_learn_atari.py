@@ -33,7 +33,7 @@ def test_the_bench_prints_its_setting():
       'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + '
       'LSTM 256, all 18 actions, 2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) '
       'per batch, lambda 1, lr 0.0006 (Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, '
-      'gradient norm clipped to 0, entropy 0.01, rewards scaled by 0.1')
+      'no gradient clipping, entropy 0.01, rewards scaled by 0.1')
 
 
 def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(tmp_path):
