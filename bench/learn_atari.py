@@ -33,9 +33,9 @@ the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
 - `onpolicy_vtrace`: the same agent and batches with V-trace's loss instead of PPO's: V-trace
   targets and advantages (lambda 0.95, importance weights truncated at 1) and IMPALA's
   importance-weighted policy gradient, advantages not normalized; the values are normalized
-  (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam and no
-  gradient clipping by default (`--epochs_per_step`, `--clip_norm`); this one reuses each batch
-  3 times, which V-trace's correction allows.
+  (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam, no
+  gradient clipping and unnormalized values by default (`--epochs_per_step`, `--clip_norm`,
+  `--popart`); this one reuses each batch 3 times, which V-trace's correction allows.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `bench/nature_entry_points.py`'s learner or actor.
@@ -91,7 +91,7 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
   if args.agent == 'vtrace':
     return common + [f'--adam_epsilon={args.adam_epsilon}', f'--entropy_cost={args.entropy_cost}',
                      f'--reward_scaling={args.reward_scaling}', f'--lstm_size={args.lstm_size}',
-                     f'--lambda_={args.lambda_}']
+                     f'--lambda_={args.lambda_}', f'--{"" if args.popart else "no"}popart']
   if args.agent == 'ppo':
     loss = [f'ppo.epsilon={args.ppo_epsilon}', 'ppo.normalize_advantages=True']
   else:
@@ -143,6 +143,9 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
                            'onpolicy_vtrace: 0.5).')
   parser.add_argument('--lambda_', type=float,
                       help='vtrace, onpolicy_vtrace: V-trace\'s lambda (1 and 0.95).')
+  parser.add_argument('--popart', action='store_true',
+                      help='vtrace: learn normalized values (PopArt), as the on-policy agent '
+                           'always does here.')
   parser.add_argument('--ppo_epsilon', type=float,
                       help=f'PPO: the clipping of the probability ratio (default {PPO_EPSILON}).')
   parser.add_argument('--entropy_cost', type=float, default=0.01)
@@ -177,6 +180,9 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   if args.agent == 'vtrace' and args.batches_per_step != 1:
     parser.error('--batches_per_step is for --agent=ppo or onpolicy_vtrace (V-trace trains on '
                  'each batch once per epoch)')
+  if args.agent != 'vtrace' and args.popart:
+    parser.error('--popart is for --agent=vtrace (the on-policy agent here always normalizes '
+                 'its values with PopArt)')
   if args.agent != 'vtrace' and args.lstm_size:
     parser.error('--lstm_size is for --agent=vtrace (the on-policy agent\'s network keeps frames '
                  'only)')
@@ -202,7 +208,8 @@ def setting(args: argparse.Namespace) -> str:
               'no gradient clipping')
   if args.agent == 'vtrace':
     training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch, '
-                f'lambda {args.lambda_:g}')
+                f'lambda {args.lambda_:g}' + (', values normalized (PopArt)' if args.popart else
+                                              ''))
   else:
     loss = (f'clipping {args.ppo_epsilon:g}' if args.agent == 'ppo' else
             f'V-trace\'s loss (lambda {args.lambda_:g})')

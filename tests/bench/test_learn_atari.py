@@ -13,7 +13,13 @@ def test_the_bench_passes_its_setting_to_the_learner(tmp_path):
           '--unroll_length=20', '--learning_rate=0.0006', '--entropy_cost=0.01',
           '--total_environment_frames=10000000', '--adam_epsilon=3.125e-07',
           '--reward_scaling=1.0', '--initialization=orthogonal', '--clip_norm=0.0',
-          '--lambda_=1.0'} <= set(flags)
+          '--lambda_=1.0', '--nopopart'} <= set(flags)
+
+
+def test_the_v_trace_learner_normalizes_its_values_with_popart_on_request(tmp_path):
+  args = learn_atari.parse_args(['--popart'])
+  assert '--popart' in learn_atari.learner_flags(args, tmp_path)
+  assert 'lambda 1, values normalized (PopArt), lr' in learn_atari.setting(args)
 
 
 @pytest.mark.parametrize('agent, lambda_flag', [
@@ -71,6 +77,7 @@ def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its
     (['--agent', 'onpolicy_vtrace', '--ppo_epsilon', '0.2'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'ppo', '--lambda_', '0.9'], '--lambda_ is for --agent=vtrace or onpolicy_vtrace'),
+    (['--agent', 'onpolicy_vtrace', '--popart'], '--popart is for --agent=vtrace'),
 ])
 def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
   with pytest.raises(SystemExit):

@@ -32,3 +32,7 @@ define(flags.DEFINE_integer, 'epochs_per_step', 1,
        'each batch, V-trace correcting for the policy that moved since acting).')
 define(flags.DEFINE_float, 'clip_norm', 0.,
        'Global gradient norm clipping; 0 disables it (the original did not clip).')
+define(flags.DEFINE_bool, 'popart', False,
+       'Learn the values normalized by the mean and std of all V-trace targets so far (PopArt, '
+       'the outputs kept the same when the statistics move); the policy gradient\'s advantages '
+       'are divided by the same std. Not in the original.')

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Tuple
 
 import tensorflow as tf
 
+from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.common import vtrace
 
 
@@ -28,7 +29,8 @@ def bootstrap_abandoned_steps(rewards, values, abandoned):
 
 def compute_loss(parametric_action_distribution, agent, agent_state, prev_actions,
                  env_outputs, agent_outputs, entropy_cost: Callable[[], tf.Tensor],
-                 config: Any) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+                 config: Any, value_normalizer: Any = None
+                 ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
   """The V-trace actor-critic loss of one batch of time-major unrolls.
 
   Args:
@@ -41,12 +43,21 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
     config: hyper-parameters `discounting`, `lambda_`, `baseline_cost`, `kl_cost`,
       `max_abs_reward` and `target_entropy`; optionally `reward_scaling` (1 when absent), which
       multiplies the clipped rewards.
+    value_normalizer: None, or a `popart.PopArt` (initialized): the agent's baseline is then the
+      value in PopArt's normalized space; V-trace runs on the values in reward units, the
+      statistics take in the V-trace targets, and the value loss and the policy gradient's
+      advantages are in the normalized space (Hessel et al. 2019, PopArt-IMPALA), so their scale
+      no longer depends on the rewards'.
 
   Returns:
     `(total_loss, metrics)`, metrics a dict of named scalars.
   """
+  normalizer = popart.IdentityNormalizer() if value_normalizer is None else value_normalizer
   learner_outputs, _ = agent(prev_actions, env_outputs, agent_state, unroll=True,
                              is_training=True)
+  normalized_values = learner_outputs.baseline
+  learner_outputs = learner_outputs._replace(baseline=normalizer.unnormalize_prediction(
+      normalizer.correct_prediction(normalized_values)))
   bootstrap_value = learner_outputs.baseline[-1]
 
   # The last step only bootstraps: the transitions are (step t, action t, reward of t+1).
@@ -72,9 +83,12 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
       discounts=discounts, rewards=rewards, values=learner_outputs.baseline,
       bootstrap_value=bootstrap_value, lambda_=config.lambda_)
 
-  policy_loss = -tf.reduce_mean(target_action_log_probs *
-                                tf.stop_gradient(vtrace_returns.pg_advantages))
-  v_error = vtrace_returns.vs - learner_outputs.baseline
+  # The statistics change first; the compensation keeps the values the same.
+  normalizer.update_normalization_statistics(vtrace_returns.vs)
+  advantages = normalizer.normalize_advantage(vtrace_returns.pg_advantages)
+  policy_loss = -tf.reduce_mean(target_action_log_probs * tf.stop_gradient(advantages))
+  v_error = (normalizer.normalize_target(vtrace_returns.vs) -
+             normalizer.correct_prediction(normalized_values[:-1]))
   v_loss = config.baseline_cost * .5 * tf.reduce_mean(tf.square(v_error))
   entropy = tf.reduce_mean(target_dist.entropy())
   entropy_loss = -tf.stop_gradient(entropy_cost()) * entropy
@@ -96,6 +110,9 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
       'losses/kl': kl_loss,
       'losses/total': total_loss,
   }
+  if value_normalizer is not None:
+    mean, std = value_normalizer.mean_std_tracker.get_mean_std()
+    metrics['PopArt/mean'], metrics['PopArt/std'] = mean[0], std[0]
   if hasattr(target_dist, 'scale'):
     metrics['policy/std'] = tf.reduce_mean(target_dist.scale)
   metrics['policy/max_action_abs(before_tanh)'] = tf.reduce_max(

@@ -155,7 +155,7 @@ def _numpy_loss(weights, inputs, entropy_cost, config):
       'V/value function': np.mean(values),
       'V/L2 error': np.sqrt(np.mean((vs - values) ** 2)),
   }
-  return total, metrics, dict(rhos=rhos, rewards=rewards, adjustment=adjustment)
+  return total, metrics, dict(rhos=rhos, rewards=rewards, adjustment=adjustment, vs=vs)
 
 
 def _distribution():
@@ -321,3 +321,92 @@ def test_negative_clip_norm_is_refused(clip_norm):
   with pytest.raises(ValueError, match=r'--clip_norm must be 0 \(no clipping\) or positive, '
                                        rf'got {clip_norm}\.'):
     agent.validate_config()
+
+
+def _popart():
+  normalizer = learner.popart.PopArt(learner.running_statistics.TwoLevelAverageMeanStd())
+  normalizer.init()
+  return normalizer
+
+
+def test_popart_learns_values_and_advantages_in_units_of_the_targets_std():
+  """With PopArt the agent's baseline means the same values at first (statistics 0 and 1), so
+  V-trace's targets are unchanged; the statistics take in those targets, and the value error and
+  the policy gradient's advantages are the unnormalized ones divided by their std."""
+  weights, inputs = _weights(), _inputs(True)
+  config = _config(.5)
+  args = (_distribution(), FakeAgent(weights), (), *_tf_args(inputs),
+          lambda: tf.constant(ENTROPY_COST), config)
+  _, plain = learner.compute_loss(*args)
+  normalizer = _popart()
+  _, normalized = learner.compute_loss(*args, value_normalizer=normalizer)
+
+  vs = _numpy_loss(weights, inputs, ENTROPY_COST, config)[2]['vs']
+  mean, std = float(normalized['PopArt/mean']), float(normalized['PopArt/std'])
+  np.testing.assert_allclose([mean, std], [vs.mean(), vs.std()], rtol=1e-4)
+  assert abs(std - 1.) > .1  # The division below is visible.
+  np.testing.assert_allclose(normalized['V/value function'], plain['V/value function'],
+                             rtol=1e-5)
+  np.testing.assert_allclose(normalized['V/L2 error'] * std, plain['V/L2 error'], rtol=1e-4)
+  np.testing.assert_allclose(normalized['losses/policy'] * std, plain['losses/policy'],
+                             rtol=1e-4)
+  # The compensation absorbed the move of the statistics: the baseline means the same values.
+  baseline = tf.constant([[-2.], [0.], [3.]])
+  np.testing.assert_allclose(
+      normalizer.unnormalize_prediction(normalizer.correct_prediction(baseline)), baseline,
+      atol=1e-5)
+
+
+def test_popart_gradients_reach_the_network_and_the_compensation():
+  weights, inputs = _weights(), _inputs(True)
+  agent, normalizer = FakeAgent(weights), _popart()
+  variables = list(agent.trainable_variables) + list(normalizer.trainable_variables)
+  with tf.GradientTape() as tape:
+    total, _ = learner.compute_loss(_distribution(), agent, (), *_tf_args(inputs),
+                                    lambda: tf.constant(ENTROPY_COST), _config(),
+                                    value_normalizer=normalizer)
+  gradients = tape.gradient(total, variables)
+  assert len(normalizer.trainable_variables) == 2
+  for variable, gradient in zip(variables, gradients):
+    assert gradient is not None and np.abs(gradient.numpy()).max() > 1e-6, variable.name
+
+
+def test_popart_flag_trains_and_checkpoints_the_statistics(tmp_path):
+  """`--popart`: the agent's optimizer steps move PopArt's statistics and compensation, and both
+  are in its checkpoint; without the flag there is no PopArt."""
+  weights, inputs = _weights(), _inputs(True)
+  config = types.SimpleNamespace(**vars(_config()), entropy_cost=ENTROPY_COST,
+                                 entropy_cost_adjustment_speed=10., popart=True)
+  agent = learner.VTraceAgent(lambda *unused: FakeAgent(weights), config)
+  agent.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
+  batch = tensors.make_time_major(inference.Unroll(tf.zeros([B, 2]), prev_actions, env_outputs,
+                                                   agent_outputs))
+  optimizer = tf.keras.optimizers.SGD(.1)
+  optimizer.build(agent.trainable_variables)
+  minimize = training.create_minimize(tf.distribute.get_strategy(), agent, optimizer,
+                                      progress_logger.ProgressLogger())
+  normalizer = agent.value_normalizer
+  compensation = [normalizer.compensation_std, normalizer.compensation_mean]
+  assert all(any(v is c for v in agent.trainable_variables) for c in compensation)
+  for _ in range(2):
+    metrics = minimize(batch)
+  assert float(metrics['PopArt/std']) != 1.
+  mean, std = (float(x[0]) for x in normalizer.mean_std_tracker.get_mean_std())
+  assert (float(compensation[0]), float(compensation[1])) != (1., 0.)
+
+  restored = learner.VTraceAgent(lambda *unused: FakeAgent(weights), config)
+  restored.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  path = tf.train.Checkpoint(**agent.checkpointed()).write(str(tmp_path / 'ckpt'))
+  tf.train.Checkpoint(**restored.checkpointed()).read(path).assert_consumed()
+  restored_normalizer = restored.value_normalizer
+  np.testing.assert_allclose([float(x[0]) for x in
+                              restored_normalizer.mean_std_tracker.get_mean_std()], [mean, std])
+  np.testing.assert_allclose([float(restored_normalizer.compensation_std),
+                              float(restored_normalizer.compensation_mean)],
+                             [float(c) for c in compensation])
+
+  plain = learner.VTraceAgent(lambda *unused: FakeAgent(weights),
+                              types.SimpleNamespace(**dict(vars(config), popart=False)))
+  plain.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  assert plain.value_normalizer is None and 'popart' not in plain.checkpointed()

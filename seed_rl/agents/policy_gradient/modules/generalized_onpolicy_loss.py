@@ -27,27 +27,9 @@ import gin
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import logging_module
+from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.common import parametric_distribution as pd
 from seed_rl.common import structures
-
-
-class _IdentityNormalizer:
-  """Stands in for a missing `reward_normalizer`: values are learned unnormalized."""
-
-  def correct_prediction(self, x: tf.Tensor) -> tf.Tensor:
-    return x
-
-  def unnormalize_prediction(self, x: tf.Tensor) -> tf.Tensor:
-    return x
-
-  def normalize_target(self, x: tf.Tensor) -> tf.Tensor:
-    return x
-
-  def normalize_advantage(self, x: tf.Tensor) -> tf.Tensor:
-    return x
-
-  def update_normalization_statistics(self, data: tf.Tensor) -> None:
-    del data
 
 
 def _has_required_arguments(function: Callable[..., Any]) -> bool:
@@ -162,7 +144,7 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
     self.include_regularization_in_returns = include_regularization_in_returns
     self.frame_skip = frame_skip
     self.reward_scaling = reward_scaling
-    self._normalizer = (_IdentityNormalizer() if reward_normalizer is None
+    self._normalizer = (popart.IdentityNormalizer() if reward_normalizer is None
                         else reward_normalizer)
 
   def init(self) -> None:

@@ -39,6 +39,25 @@ def _compensation(name: str, initial_value: tf.Tensor) -> tf.Variable:
                      aggregation=tf.VariableAggregation.MEAN)
 
 
+class IdentityNormalizer:
+  """PopArt's interface doing nothing: values are learned unnormalized (a loss without PopArt)."""
+
+  def correct_prediction(self, x: tf.Tensor) -> tf.Tensor:
+    return x
+
+  def unnormalize_prediction(self, x: tf.Tensor) -> tf.Tensor:
+    return x
+
+  def normalize_target(self, x: tf.Tensor) -> tf.Tensor:
+    return x
+
+  def normalize_advantage(self, x: tf.Tensor) -> tf.Tensor:
+    return x
+
+  def update_normalization_statistics(self, data: tf.Tensor) -> None:
+    del data
+
+
 @gin.configurable
 class PopArt(tf.Module, logging_module.LoggingModule):
   """Normalizes value targets and keeps value predictions invariant.
