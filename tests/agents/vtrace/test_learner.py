@@ -289,23 +289,34 @@ def test_epochs_per_step_below_one_is_refused(epochs_per_step):
     agent.validate_config()
 
 
+def _agent(**flags) -> learner.VTraceAgent:
+  """A V-trace agent of the fake network with the test's loss settings and `flags`, networks
+  created."""
+  config = types.SimpleNamespace(**vars(_config()), entropy_cost=ENTROPY_COST,
+                                 entropy_cost_adjustment_speed=10., **flags)
+  agent = learner.VTraceAgent(lambda *unused: FakeAgent(_weights()), config)
+  agent.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  return agent
+
+
+def _minimize_with_sgd(agent: learner.VTraceAgent, learning_rate: float):
+  """The runtime's `minimize` for `agent` with plain SGD, and a batch of the test's unrolls."""
+  prev_actions, env_outputs, agent_outputs = _tf_args(_inputs(True))
+  batch = tensors.make_time_major(inference.Unroll(tf.zeros([B, 2]), prev_actions, env_outputs,
+                                                   agent_outputs))
+  optimizer = tf.keras.optimizers.SGD(learning_rate)
+  optimizer.build(agent.trainable_variables)
+  return training.create_minimize(tf.distribute.get_strategy(), agent, optimizer,
+                                  progress_logger.ProgressLogger()), batch
+
+
 @pytest.mark.parametrize('clip_norm', [0., 1e-3])
 def test_clip_norm_bounds_each_optimizer_step(clip_norm):
   """With `--clip_norm`, one SGD step (rate 1) moves the weights by exactly the clipped norm;
   without, by the loss's whole gradient (far larger here)."""
-  weights, inputs = _weights(), _inputs(True)
-  config = types.SimpleNamespace(**vars(_config()), entropy_cost=ENTROPY_COST,
-                                 entropy_cost_adjustment_speed=10., clip_norm=clip_norm)
-  agent = learner.VTraceAgent(lambda *unused: FakeAgent(weights), config)
+  agent = _agent(clip_norm=clip_norm)
   agent.validate_config()
-  agent.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
-  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
-  batch = tensors.make_time_major(inference.Unroll(tf.zeros([B, 2]), prev_actions, env_outputs,
-                                                   agent_outputs))
-  optimizer = tf.keras.optimizers.SGD(1.)
-  optimizer.build(agent.trainable_variables)
-  minimize = training.create_minimize(tf.distribute.get_strategy(), agent, optimizer,
-                                      progress_logger.ProgressLogger())
+  minimize, batch = _minimize_with_sgd(agent, 1.)
   before = [v.numpy() for v in agent.trainable_variables]
   metrics = minimize(batch)
   moved = np.sqrt(sum(np.sum((v.numpy() - b) ** 2)
@@ -374,18 +385,8 @@ def test_popart_gradients_reach_the_network_and_the_compensation():
 def test_popart_flag_trains_and_checkpoints_the_statistics(tmp_path):
   """`--popart`: the agent's optimizer steps move PopArt's statistics and compensation, and both
   are in its checkpoint; without the flag there is no PopArt."""
-  weights, inputs = _weights(), _inputs(True)
-  config = types.SimpleNamespace(**vars(_config()), entropy_cost=ENTROPY_COST,
-                                 entropy_cost_adjustment_speed=10., popart=True)
-  agent = learner.VTraceAgent(lambda *unused: FakeAgent(weights), config)
-  agent.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
-  prev_actions, env_outputs, agent_outputs = _tf_args(inputs)
-  batch = tensors.make_time_major(inference.Unroll(tf.zeros([B, 2]), prev_actions, env_outputs,
-                                                   agent_outputs))
-  optimizer = tf.keras.optimizers.SGD(.1)
-  optimizer.build(agent.trainable_variables)
-  minimize = training.create_minimize(tf.distribute.get_strategy(), agent, optimizer,
-                                      progress_logger.ProgressLogger())
+  agent = _agent(popart=True)
+  minimize, batch = _minimize_with_sgd(agent, .1)
   normalizer = agent.value_normalizer
   compensation = [normalizer.compensation_std, normalizer.compensation_mean]
   assert all(any(v is c for v in agent.trainable_variables) for c in compensation)
@@ -395,8 +396,7 @@ def test_popart_flag_trains_and_checkpoints_the_statistics(tmp_path):
   mean, std = (float(x[0]) for x in normalizer.mean_std_tracker.get_mean_std())
   assert (float(compensation[0]), float(compensation[1])) != (1., 0.)
 
-  restored = learner.VTraceAgent(lambda *unused: FakeAgent(weights), config)
-  restored.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  restored = _agent(popart=True)
   path = tf.train.Checkpoint(**agent.checkpointed()).write(str(tmp_path / 'ckpt'))
   tf.train.Checkpoint(**restored.checkpointed()).read(path).assert_consumed()
   restored_normalizer = restored.value_normalizer
@@ -406,7 +406,5 @@ def test_popart_flag_trains_and_checkpoints_the_statistics(tmp_path):
                               float(restored_normalizer.compensation_mean)],
                              [float(c) for c in compensation])
 
-  plain = learner.VTraceAgent(lambda *unused: FakeAgent(weights),
-                              types.SimpleNamespace(**dict(vars(config), popart=False)))
-  plain.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
+  plain = _agent(popart=False)
   assert plain.value_normalizer is None and 'popart' not in plain.checkpointed()
