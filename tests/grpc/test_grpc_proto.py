@@ -24,7 +24,8 @@ def test_generated_code_is_up_to_date(tmp_path):
     generated = (tmp_path / 'seed_rl' / 'grpc' / name).read_bytes()
     committed = (REPO / 'seed_rl' / 'grpc' / name).read_bytes()
     assert generated == committed, (
-        f'seed_rl/grpc/{name} is stale: regenerate it from the repository root with '
+        f'seed_rl/grpc/{name} is stale: regenerate it (with the grpcio-tools setup.py pins) '
+        f'from the repository root with '
         f'python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. {PROTO}')
 
 
