@@ -36,6 +36,8 @@ the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
   (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam, no
   gradient clipping and unnormalized values by default (`--epochs_per_step`, `--clip_norm`,
   `--popart`); this one reuses each batch 3 times, which V-trace's correction allows.
+The on-policy agent's actors wait while it trains (its default, so that each step trains on
+the latest policy); with `--overlap_acting` they act meanwhile, as the V-trace learner's do.
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `bench/nature_entry_points.py`'s learner or actor.
@@ -102,7 +104,8 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
       'GeneralizedOnPolicyLoss.baseline_cost=0.5',
       f'tf.keras.optimizers.Adam.epsilon={args.adam_epsilon}']
   return common + [f'--batches_per_step={args.batches_per_step}', '--batch_mode=shuffle',
-                   '--lr_decay_multiplier=0', '--log_episode_frequency=1'
+                   '--lr_decay_multiplier=0', '--log_episode_frequency=1',
+                   f'--{"no" if args.overlap_acting else ""}block_inference_on_training'
                    ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
 
 
@@ -146,6 +149,10 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--popart', action='store_true',
                       help='vtrace: learn normalized values (PopArt), as the on-policy agent '
                            'always does here.')
+  parser.add_argument('--overlap_acting', action='store_true',
+                      help='ppo, onpolicy_vtrace: the actors go on acting while a step trains '
+                           '(--noblock_inference_on_training), as the V-trace learner\'s always '
+                           'do; by default they wait, so each step trains on the latest policy.')
   parser.add_argument('--ppo_epsilon', type=float,
                       help=f'PPO: the clipping of the probability ratio (default {PPO_EPSILON}).')
   parser.add_argument('--entropy_cost', type=float, default=0.01)
@@ -183,6 +190,9 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   if args.agent != 'vtrace' and args.popart:
     parser.error('--popart is for --agent=vtrace (the on-policy agent here always normalizes '
                  'its values with PopArt)')
+  if args.agent == 'vtrace' and args.overlap_acting:
+    parser.error('--overlap_acting is for --agent=ppo or onpolicy_vtrace (the V-trace learner\'s '
+                 'actors always act while it trains)')
   if args.agent != 'vtrace' and args.lstm_size:
     parser.error('--lstm_size is for --agent=vtrace (the on-policy agent\'s network keeps frames '
                  'only)')
@@ -214,7 +224,8 @@ def setting(args: argparse.Namespace) -> str:
     loss = (f'clipping {args.ppo_epsilon:g}' if args.agent == 'ppo' else
             f'V-trace\'s loss (lambda {args.lambda_:g})')
     training = (f'{args.batches_per_step} minibatches of {args.batch_size} unrolls per step, '
-                f'{args.epochs_per_step} epochs, {loss}')
+                f'{args.epochs_per_step} epochs, {loss}, acting '
+                f'{"overlapping" if args.overlap_acting else "paused during"} training')
   return (f'atari {args.agent} on {args.game}, Nature-DQN torso ({args.initialization} '
           f'initialization) on {memory}, {actions}, '
           f'{args.num_actors} actor(s) x {args.env_batch_size} env(s), unroll '

@@ -53,7 +53,8 @@ def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(
   assert learn_atari.setting(args).startswith(
       'atari ppo on Pong, Nature-DQN torso (orthogonal initialization) on 4 stacked frames, '
       'minimal action set, 2 actor(s) x 8 env(s), unroll 64, 4 minibatches of 4 unrolls per '
-      'step, 3 epochs, clipping 0.1, lr 0.0001 (Adam epsilon 1e-05)')
+      'step, 3 epochs, clipping 0.1, acting paused during training, lr 0.0001 (Adam epsilon '
+      '1e-05)')
 
 
 def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its_clipping(
@@ -68,7 +69,18 @@ def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its
           '--gin_bindings=VTrace.lambda_=0.95',
           '--gin_bindings=KLPolicyRegularizer.entropy=0.01'} <= set(flags)
   assert not any('ppo.' in flag for flag in flags)
-  assert ('3 epochs, V-trace\'s loss (lambda 0.95), lr 0.00025' in learn_atari.setting(args))
+  assert ('3 epochs, V-trace\'s loss (lambda 0.95), acting paused during training, lr 0.00025'
+          in learn_atari.setting(args))
+  assert '--block_inference_on_training' in flags
+
+
+@pytest.mark.parametrize('agent', ['ppo', 'onpolicy_vtrace'])
+def test_the_on_policy_agents_act_while_they_train_on_request(agent, tmp_path):
+  args = learn_atari.parse_args(['--agent', agent, '--overlap_acting'])
+  flags = learn_atari.learner_flags(args, tmp_path)
+  assert '--noblock_inference_on_training' in flags
+  assert '--block_inference_on_training' not in flags
+  assert ', acting overlapping training, lr' in learn_atari.setting(args)
 
 
 @pytest.mark.parametrize('argv, message', [
@@ -78,6 +90,7 @@ def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its
     (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'ppo', '--lambda_', '0.9'], '--lambda_ is for --agent=vtrace or onpolicy_vtrace'),
     (['--agent', 'onpolicy_vtrace', '--popart'], '--popart is for --agent=vtrace'),
+    (['--overlap_acting'], '--overlap_acting is for --agent=ppo or onpolicy_vtrace'),
 ])
 def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
   with pytest.raises(SystemExit):
