@@ -34,8 +34,9 @@ the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
   targets and advantages (lambda 0.95, importance weights truncated at 1) and IMPALA's
   importance-weighted policy gradient, advantages not normalized; the values are normalized
   (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam, no
-  gradient clipping and unnormalized values by default (`--epochs_per_step`, `--clip_norm`,
-  `--popart`); this one reuses each batch 3 times, which V-trace's correction allows.
+  gradient clipping and unnormalized values by default (`--epochs_per_step`,
+  `--batches_per_step`, `--clip_norm`, `--popart` train it as this one does); this one reuses
+  each batch 3 times, which V-trace's correction allows.
 The on-policy agent's actors wait while it trains (its default, so that each step trains on
 the latest policy); with `--overlap_acting` they act meanwhile, as the V-trace learner's do.
 
@@ -83,6 +84,7 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
             f'--server_address=unix:{logdir}/learner.sock', f'--game={args.game}',
             f'--num_envs={num_envs}', f'--env_batch_size={args.env_batch_size}',
             f'--unroll_length={args.unroll_length}', f'--batch_size={args.batch_size}',
+            f'--batches_per_step={args.batches_per_step}',
             f'--epochs_per_step={args.epochs_per_step}',
             f'--learning_rate={args.learning_rate}', f'--clip_norm={args.clip_norm}',
             f'--stack_size={args.stack_size}',
@@ -103,7 +105,7 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
       f'GeneralizedOnPolicyLoss.reward_scaling={args.reward_scaling}',
       'GeneralizedOnPolicyLoss.baseline_cost=0.5',
       f'tf.keras.optimizers.Adam.epsilon={args.adam_epsilon}']
-  return common + [f'--batches_per_step={args.batches_per_step}', '--batch_mode=shuffle',
+  return common + ['--batch_mode=shuffle',
                    '--lr_decay_multiplier=0', '--log_episode_frequency=1',
                    f'--{"no" if args.overlap_acting else ""}block_inference_on_training'
                    ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
@@ -138,7 +140,8 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--batch_size', type=int,
                       help='Unrolls per batch (V-trace) or per minibatch (PPO).')
   parser.add_argument('--batches_per_step', type=int,
-                      help='PPO, onpolicy_vtrace: minibatches in each epoch of a training step.')
+                      help='Minibatches of --batch_size unrolls in each epoch of a training '
+                           'step, shuffled anew in each (vtrace: 1).')
   parser.add_argument('--learning_rate', type=float)
   parser.add_argument('--adam_epsilon', type=float)
   parser.add_argument('--clip_norm', type=float,
@@ -184,9 +187,6 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   for name, value in AGENT_DEFAULTS[args.agent].items():
     if getattr(args, name) is None:
       setattr(args, name, value)
-  if args.agent == 'vtrace' and args.batches_per_step != 1:
-    parser.error('--batches_per_step is for --agent=ppo or onpolicy_vtrace (V-trace trains on '
-                 'each batch once per epoch)')
   if args.agent != 'vtrace' and args.popart:
     parser.error('--popart is for --agent=vtrace (the on-policy agent here always normalizes '
                  'its values with PopArt)')
@@ -217,9 +217,12 @@ def setting(args: argparse.Namespace) -> str:
   clipping = (f'gradient norm clipped to {args.clip_norm:g}' if args.clip_norm else
               'no gradient clipping')
   if args.agent == 'vtrace':
-    training = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch, '
-                f'lambda {args.lambda_:g}' + (', values normalized (PopArt)' if args.popart else
-                                              ''))
+    batches = (f'batch {args.batch_size}, {args.epochs_per_step} optimizer step(s) per batch'
+               if args.batches_per_step == 1 else
+               f'{args.batches_per_step} minibatches of {args.batch_size} unrolls per step, '
+               f'{args.epochs_per_step} epochs')
+    training = (f'{batches}, lambda {args.lambda_:g}' +
+                (', values normalized (PopArt)' if args.popart else ''))
   else:
     loss = (f'clipping {args.ppo_epsilon:g}' if args.agent == 'ppo' else
             f'V-trace\'s loss (lambda {args.lambda_:g})')

@@ -16,6 +16,15 @@ def test_the_bench_passes_its_setting_to_the_learner(tmp_path):
           '--lambda_=1.0', '--nopopart'} <= set(flags)
 
 
+def test_the_v_trace_learner_takes_shuffled_minibatches_on_request(tmp_path):
+  args = learn_atari.parse_args(['--batches_per_step', '4', '--epochs_per_step', '3'])
+  assert {'--batches_per_step=4', '--epochs_per_step=3'} <= set(
+      learn_atari.learner_flags(args, tmp_path))
+  assert ', unroll 20, 4 minibatches of 4 unrolls per step, 3 epochs, lambda 1, lr' in (
+      learn_atari.setting(args))
+  assert '--batches_per_step=1' in learn_atari.learner_flags(learn_atari.parse_args([]), tmp_path)
+
+
 def test_the_v_trace_learner_normalizes_its_values_with_popart_on_request(tmp_path):
   args = learn_atari.parse_args(['--popart'])
   assert '--popart' in learn_atari.learner_flags(args, tmp_path)
@@ -85,7 +94,6 @@ def test_the_on_policy_agents_act_while_they_train_on_request(agent, tmp_path):
 
 @pytest.mark.parametrize('argv, message', [
     (['--agent', 'ppo', '--lstm_size', '256'], '--lstm_size is for --agent=vtrace'),
-    (['--batches_per_step', '2'], '--batches_per_step is for --agent=ppo or onpolicy_vtrace'),
     (['--agent', 'onpolicy_vtrace', '--ppo_epsilon', '0.2'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'ppo', '--lambda_', '0.9'], '--lambda_ is for --agent=vtrace or onpolicy_vtrace'),

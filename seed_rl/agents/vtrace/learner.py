@@ -6,7 +6,9 @@ actions from its policy and trains an actor-critic with V-trace off-policy corre
 of `batch_size` unrolls taken straight from the unroll queue (loss in `learning`), one optimizer
 step on each batch as in the original or, with `epochs_per_step`, several: V-trace's importance
 weights correct for the policy moving between them, as they do for the policy lag. With
-`popart` the network's value output is normalized (PopArt).
+`batches_per_step` a training step takes that many batches' unrolls at once and each epoch
+steps on minibatches of `batch_size` of them shuffled anew, as the on-policy agent's `shuffle`
+mode does. With `popart` the network's value output is normalized (PopArt).
 """
 
 from typing import Any, Callable
@@ -15,6 +17,7 @@ from absl import flags
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import popart
+from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils
 from seed_rl.agents.policy_gradient.modules import running_statistics
 from seed_rl.agents.vtrace.learning import compute_loss  # The original's public name.
 from seed_rl.common import learner_runtime
@@ -39,6 +42,7 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     self._create_agent_fn = create_agent_fn
     self._entropy_cost = None
     self._epochs_per_step = int(getattr(config, 'epochs_per_step', 1))
+    self._batches_per_step = int(getattr(config, 'batches_per_step', 1))
     self.clip_norm = float(getattr(config, 'clip_norm', 0.) or 0.)
     self._use_popart = bool(getattr(config, 'popart', False))
     self.value_normalizer = None  # The PopArt module, with `popart`.
@@ -48,11 +52,16 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
   def validate_config(self) -> None:
     if self._epochs_per_step < 1:
       raise ValueError(f'--epochs_per_step must be at least 1, got {self._epochs_per_step}.')
+    if self._batches_per_step < 1:
+      raise ValueError(f'--batches_per_step must be at least 1, got {self._batches_per_step}.')
     if self.clip_norm < 0:
       raise ValueError(f'--clip_norm must be 0 (no clipping) or positive, got {self.clip_norm}.')
 
+  def unrolls_per_iteration(self) -> int:
+    return self.config.batch_size * self._batches_per_step
+
   def optimizer_steps_per_iteration(self) -> int:
-    return self._epochs_per_step
+    return self._epochs_per_step * self._batches_per_step
 
   def iteration_counter(self, optimizer) -> tf.Variable:
     if self._training_iterations is None:
@@ -63,7 +72,7 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     self.distribution = (
         parametric_distribution.get_parametric_distribution_for_action_space(action_space))
     self.network = self._create_agent_fn(action_space, observation_space, self.distribution)
-    if self._epochs_per_step > 1:
+    if self.optimizer_steps_per_iteration() > 1:
       self._training_iterations = tf.Variable(0, dtype=tf.int64, trainable=False,
                                               name='training_iterations')
     if self._use_popart:
@@ -103,9 +112,11 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     # The batch is taken before the step starts, not inside `minimize`: there, ops that do not
     # depend on the data (the optimizer's step counter) could run even when a stop request
     # makes the dequeue fail, counting a step that never happened.
-    batch = self.unroll_queue.dequeue_many(self.config.batch_size)
-    for _ in range(self._epochs_per_step):
-      minimize(batch)
+    unrolls = self.unroll_queue.dequeue_many(self.unrolls_per_iteration())
+    # One batch keeps its order: shuffling would only cost a copy.
+    batch_mode = 'shuffle' if self._batches_per_step > 1 else 'repeat'
+    ppo_training_step_utils.ppo_training_step(self._epochs_per_step, None, unrolls, batch_mode,
+                                              minimize, self._batches_per_step)
     if self._training_iterations is not None:
       self._training_iterations.assign_add(1)
 

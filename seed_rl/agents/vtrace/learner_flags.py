@@ -30,6 +30,10 @@ define(flags.DEFINE_float, 'reward_scaling', 1.,
 define(flags.DEFINE_integer, 'epochs_per_step', 1,
        'Optimizer steps on each batch of unrolls (1: the original\'s single pass; more reuse '
        'each batch, V-trace correcting for the policy that moved since acting).')
+define(flags.DEFINE_integer, 'batches_per_step', 1,
+       'Batches of --batch_size unrolls per training step (1: the original\'s); with more, each '
+       'epoch takes one optimizer step on each, the unrolls shuffled anew (as the on-policy '
+       'agent\'s --batch_mode=shuffle). Not in the original.')
 define(flags.DEFINE_float, 'clip_norm', 0.,
        'Global gradient norm clipping; 0 disables it (the original did not clip).')
 define(flags.DEFINE_bool, 'popart', False,

@@ -153,11 +153,12 @@ def test_vtrace_learns_cartpole_to_475_within_500k_frames(tmp_path):
 
 @pytest.mark.timeout(240)
 def test_two_device_learner_serves_tf_free_actors_and_exports_a_saved_model(tmp_path):
-  # Two optimizer steps per batch (--epochs_per_step=2): the budget, the progress and the
-  # checkpointed step counter (mirrored over the devices) count training steps, the optimizer
-  # counts its own. One learner serves both checks, for the suite's time.
-  flags = _flags(tmp_path, batch_size=4, total_environment_frames=100 * 4 * 10,
-                 epochs_per_step=2)
+  # Training steps of 2 epochs over 2 batches of 2 unrolls (--epochs_per_step=2,
+  # --batches_per_step=2), each batch shared by the two devices: the budget, the progress and
+  # the checkpointed step counter (mirrored over the devices) count training steps of 4 unrolls,
+  # the optimizer counts its own 4 per step. One learner serves both checks, for the suite's time.
+  flags = _flags(tmp_path, batch_size=2, total_environment_frames=100 * 4 * 10,
+                 epochs_per_step=2, batches_per_step=2)
   with Processes(tmp_path) as processes:
     learner = processes.start('learner', 'bench.two_device_learner',
                               flags + ['--run_mode=learner'])
@@ -175,7 +176,7 @@ def test_two_device_learner_serves_tf_free_actors_and_exports_a_saved_model(tmp_
   _, values = _checkpoint_values(tmp_path / 'logdir')
   [training_iterations] = [v for name, v in values.items() if 'training_iterations' in name]
   [optimizer_steps] = [v for name, v in values.items() if name.startswith('optimizer/_iterations')]
-  assert (training_iterations, optimizer_steps) == (100, 200)
+  assert (training_iterations, optimizer_steps) == (100, 400)
 
   # The exported policy runs without the learner.
   exported = tf.saved_model.load(str(tmp_path / 'logdir' / 'saved_model'))

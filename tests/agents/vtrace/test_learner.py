@@ -21,6 +21,7 @@ from seed_rl.common import progress_logger
 from seed_rl.common import tensors
 from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import training
+from seed_rl.common.learner_runtime import unroll_queue
 from seed_rl.common.structures import EnvOutput
 
 pytestmark = pytest.mark.timeout(120)
@@ -281,12 +282,49 @@ def test_gradients_flow(target_entropy):
     np.testing.assert_allclose(param_gradient.numpy(), expected, rtol=1e-4)
 
 
-@pytest.mark.parametrize('epochs_per_step', [0, -1])
-def test_epochs_per_step_below_one_is_refused(epochs_per_step):
-  agent = learner.VTraceAgent(None, types.SimpleNamespace(epochs_per_step=epochs_per_step))
-  with pytest.raises(ValueError, match=rf'--epochs_per_step must be at least 1, got '
-                                        rf'{epochs_per_step}\.'):
+@pytest.mark.parametrize('flag', ['epochs_per_step', 'batches_per_step'])
+@pytest.mark.parametrize('value', [0, -1])
+def test_steps_per_step_below_one_are_refused(flag, value):
+  agent = learner.VTraceAgent(None, types.SimpleNamespace(**{flag: value}))
+  with pytest.raises(ValueError, match=rf'--{flag} must be at least 1, got {value}\.'):
     agent.validate_config()
+
+
+@pytest.mark.parametrize('batches_per_step,epochs_per_step', [(1, 1), (1, 3), (2, 2), (4, 3)])
+def test_training_step_takes_every_unroll_once_per_epoch(batches_per_step, epochs_per_step):
+  """A training step takes `batch_size * batches_per_step` unrolls from the queue; each epoch
+  steps once on each minibatch of `batch_size` of them, every unroll in exactly one; with several
+  minibatches their make-up changes from epoch to epoch (shuffled), with one the order stays."""
+  tf.random.set_seed(3)
+  batch_size, steps = 2, 5
+  agent = _agent(batch_size=batch_size, batches_per_step=batches_per_step,
+                 epochs_per_step=epochs_per_step)
+  agent.validate_config()
+  rows = batch_size * batches_per_step
+  assert agent.unrolls_per_iteration() == rows
+  assert agent.optimizer_steps_per_iteration() == batches_per_step * epochs_per_step
+  optimizer = tf.keras.optimizers.SGD()
+  iterations = agent.iteration_counter(optimizer)
+  queue = unroll_queue.UnrollQueue(-1, tf.TensorSpec([], tf.int32), iterations)
+  queue.enqueue_many(tf.range(rows * steps), tf.zeros([rows * steps], tf.int64))
+  agent.prepare_training(queue)
+  minibatches = []
+
+  def minimize(batch):  # The runtime's, less the loss: an optimizer step on the batch.
+    minibatches.append(batch.numpy().tolist())
+    optimizer.iterations.assign_add(1)
+
+  for step in range(steps):
+    agent.training_step(minimize, step)
+  assert int(iterations.numpy()) == steps
+  assert len(minibatches) == steps * epochs_per_step * batches_per_step
+  assert all(len(minibatch) == batch_size for minibatch in minibatches)
+  epochs = [sum(minibatches[i:i + batches_per_step], [])
+            for i in range(0, len(minibatches), batches_per_step)]
+  in_order = [list(range(rows * (i // epochs_per_step), rows * (i // epochs_per_step + 1)))
+              for i in range(steps * epochs_per_step)]
+  assert [sorted(epoch) for epoch in epochs] == in_order
+  assert (epochs == in_order) == (batches_per_step == 1)
 
 
 def _agent(**flags) -> learner.VTraceAgent:
