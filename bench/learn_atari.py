@@ -24,19 +24,19 @@ layer's units all but inactive) without learning Pong.
 The agent acts with the game's minimal action set (6 actions for Pong) unless
 `--full_action_space`. Rewards are clipped to [-1, 1], frames skipped 4 at a time, Adam's rate
 decays linearly to 0 over the budget, the entropy cost is 0.01; `--reward_scaling` multiplies
-the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`):
-- `vtrace`: the Atari entry point's (IMPALA's: unrolls of 20) with a smaller batch, for more
-  gradient steps per frame;
-- `ppo`: the configurable on-policy agent with Schulman et al. (2017)'s Atari settings: steps
-  of 1,024 transitions (16 unrolls of 64), 3 epochs of 4 minibatches, clipping 0.1, GAE 0.95,
-  advantages normalized per minibatch, gradient norm clipped to 0.5, rate 2.5e-4;
-- `onpolicy_vtrace`: the same agent and batches with V-trace's loss instead of PPO's: V-trace
-  targets and advantages (lambda 0.95, importance weights truncated at 1) and IMPALA's
-  importance-weighted policy gradient, advantages not normalized; the values are normalized
-  (PopArt) as for PPO. The V-trace learner (`vtrace`) trains on each batch once with Adam, no
-  gradient clipping and unnormalized values by default (`--epochs_per_step`,
-  `--batches_per_step`, `--clip_norm`, `--popart` train it as this one does); this one reuses
-  each batch 3 times, which V-trace's correction allows.
+the clipped rewards in the loss. The rest is each agent's (`AGENT_DEFAULTS`), the batches of Schulman et al. (2017)'s Atari
+PPO for all three: training steps of 1,024 transitions (16 unrolls of 64), 3 epochs of 4
+minibatches of 4 unrolls shuffled anew in each, gradient norm clipped to 0.5, Adam 2.5e-4
+(epsilon 1e-5), values normalized (PopArt):
+- `vtrace`: the V-trace learner, V-trace lambda 0.95 (its entry point's way of training,
+  `VTRACE_ENTRY_POINT_TRAINING`, did not reach +15 here: `--unroll_length 20
+  --batches_per_step 1 --epochs_per_step 1 --learning_rate 6e-4 --adam_epsilon 3.125e-7
+  --clip_norm 0 --lambda_ 1 --no-popart`);
+- `ppo`: the configurable on-policy agent with PPO's loss: clipping 0.1, GAE 0.95, advantages
+  normalized per minibatch;
+- `onpolicy_vtrace`: the same agent with V-trace's loss: V-trace targets and advantages
+  (lambda 0.95, importance weights truncated at 1) and IMPALA's importance-weighted policy
+  gradient, advantages not normalized.
 The on-policy agent's actors wait while it trains (its default, so that each step trains on
 the latest policy); with `--overlap_acting` they act meanwhile, as the V-trace learner's do.
 
@@ -47,7 +47,7 @@ The same file is also the entry point of the processes it starts: run with `--ru
 import argparse
 import pathlib
 import sys
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from bench import episode_follow
 from bench import nature_entry_points
@@ -57,19 +57,24 @@ MODULE = 'bench.learn_atari'
 PPO_EPSILON = 0.1
 
 
-# Each agent's defaults of the flags whose meaning or value depends on it. V-trace: IMPALA's
-# Atari settings with a smaller batch, for more gradient steps per frame. PPO: Schulman et al.
-# (2017)'s Atari settings, 1,024 transitions per training step (16 unrolls of 64 steps) in 3
-# epochs of 4 minibatches; the on-policy agent with V-trace's loss trains on the same batches.
-# V-trace's lambda is each V-trace agent's; PPO's GAE keeps its own 0.95.
-_ONPOLICY_DEFAULTS = dict(unroll_length=64, batch_size=4, batches_per_step=4, epochs_per_step=3,
-                          learning_rate=2.5e-4, adam_epsilon=1e-5, clip_norm=0.5)
+# Each agent's defaults of the flags whose meaning or value depends on it: Schulman et al.
+# (2017)'s Atari PPO batches for every agent, 1,024 transitions per training step (16 unrolls
+# of 64 steps) in 3 epochs of 4 minibatches. V-trace's lambda is each V-trace agent's; PPO's GAE
+# keeps its own 0.95. The on-policy agent here always normalizes its values (PopArt); the
+# V-trace learner does with `--popart`.
+_PPO_BATCHES = dict(unroll_length=64, batch_size=4, batches_per_step=4, epochs_per_step=3,
+                    learning_rate=2.5e-4, adam_epsilon=1e-5, clip_norm=0.5)
 AGENT_DEFAULTS = {
-    'vtrace': dict(unroll_length=20, batch_size=4, batches_per_step=1, epochs_per_step=1,
-                   learning_rate=6e-4, adam_epsilon=3.125e-7, clip_norm=0., lambda_=1.),
-    'ppo': _ONPOLICY_DEFAULTS,
-    'onpolicy_vtrace': dict(_ONPOLICY_DEFAULTS, lambda_=.95),
+    'vtrace': dict(_PPO_BATCHES, lambda_=.95, popart=True),
+    'ppo': _PPO_BATCHES,
+    'onpolicy_vtrace': dict(_PPO_BATCHES, lambda_=.95),
 }
+# The V-trace entry point's way of training (IMPALA's) with a smaller batch: one optimizer step
+# on each batch of 4 unrolls of 20, no clipping, values in reward units; V-trace's lambda 1. It
+# did not reach +15 on Pong here (README); `bench/pixel_bandit.py` trains V-trace this way.
+VTRACE_ENTRY_POINT_TRAINING = dict(unroll_length=20, batch_size=4, batches_per_step=1,
+                                   epochs_per_step=1, learning_rate=6e-4, adam_epsilon=3.125e-7,
+                                   clip_norm=0., lambda_=1., popart=False)
 
 # The gin bindings that make the configurable on-policy agent's loss V-trace's: its targets and
 # advantages, and IMPALA's policy gradient (both truncate the importance weights at 1).
@@ -123,8 +128,10 @@ def run(args: argparse.Namespace, logdir: pathlib.Path, module: str = MODULE,
 
 
 def parse_args(argv=None, description: str = __doc__.split('\n')[0],
+               agent_defaults: Optional[dict[str, dict[str, Any]]] = None,
                **defaults: Any) -> argparse.Namespace:
-  """The command line (`sys.argv[1:]` by default); `defaults` replace the flags' defaults."""
+  """The command line (`sys.argv[1:]` by default); `defaults` replace the flags' defaults,
+  `agent_defaults` (`{agent: {flag: value}}`) those of `AGENT_DEFAULTS` for that agent."""
   parser = argparse.ArgumentParser(description=description)
   parser.add_argument('--agent', choices=sorted(AGENT_DEFAULTS), default='vtrace')
   parser.add_argument('--game', default='Pong')
@@ -138,20 +145,20 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--env_batch_size', type=int, default=8)
   parser.add_argument('--unroll_length', type=int)
   parser.add_argument('--batch_size', type=int,
-                      help='Unrolls per batch (V-trace) or per minibatch (PPO).')
+                      help='Unrolls per minibatch (one optimizer step).')
   parser.add_argument('--batches_per_step', type=int,
                       help='Minibatches of --batch_size unrolls in each epoch of a training '
-                           'step, shuffled anew in each (vtrace: 1).')
+                           'step, shuffled anew in each.')
   parser.add_argument('--learning_rate', type=float)
   parser.add_argument('--adam_epsilon', type=float)
   parser.add_argument('--clip_norm', type=float,
-                      help='Global gradient norm clipping, 0: none (V-trace: 0, PPO and '
-                           'onpolicy_vtrace: 0.5).')
+                      help='Global gradient norm clipping, 0: none (default 0.5).')
   parser.add_argument('--lambda_', type=float,
-                      help='vtrace, onpolicy_vtrace: V-trace\'s lambda (1 and 0.95).')
-  parser.add_argument('--popart', action='store_true',
-                      help='vtrace: learn normalized values (PopArt), as the on-policy agent '
-                           'always does here.')
+                      help='vtrace, onpolicy_vtrace: V-trace\'s lambda (0.95).')
+  parser.add_argument('--popart', action=argparse.BooleanOptionalAction,
+                      help='vtrace: learn normalized values (PopArt, the default, as the '
+                           'on-policy agent always does here; --no-popart: values in reward '
+                           'units, as the original).')
   parser.add_argument('--overlap_acting', action='store_true',
                       help='ppo, onpolicy_vtrace: the actors go on acting while a step trains '
                            '(--noblock_inference_on_training), as the V-trace learner\'s always '
@@ -184,10 +191,11 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
     parser.error('--lambda_ is for --agent=vtrace or onpolicy_vtrace (PPO\'s GAE keeps 0.95)')
   if args.agent == 'ppo' and args.ppo_epsilon is None:
     args.ppo_epsilon = PPO_EPSILON
-  for name, value in AGENT_DEFAULTS[args.agent].items():
+  for name, value in dict(AGENT_DEFAULTS[args.agent],
+                          **(agent_defaults or {}).get(args.agent, {})).items():
     if getattr(args, name) is None:
       setattr(args, name, value)
-  if args.agent != 'vtrace' and args.popart:
+  if args.agent != 'vtrace' and args.popart is not None:
     parser.error('--popart is for --agent=vtrace (the on-policy agent here always normalizes '
                  'its values with PopArt)')
   if args.agent == 'vtrace' and args.overlap_acting:

@@ -7,28 +7,30 @@ from bench import learn_atari
 from bench import nature_entry_points
 
 
-def test_the_bench_passes_its_setting_to_the_learner(tmp_path):
-  flags = learn_atari.learner_flags(learn_atari.parse_args(['--batch_size', '4']), tmp_path)
-  assert {'--game=Pong', '--num_envs=16', '--env_batch_size=8', '--batch_size=4',
-          '--unroll_length=20', '--learning_rate=0.0006', '--entropy_cost=0.01',
-          '--total_environment_frames=10000000', '--adam_epsilon=3.125e-07',
-          '--reward_scaling=1.0', '--initialization=orthogonal', '--clip_norm=0.0',
-          '--lambda_=1.0', '--nopopart'} <= set(flags)
+def test_the_v_trace_learner_trains_on_ppos_batches_by_default(tmp_path):
+  args = learn_atari.parse_args([])
+  flags = learn_atari.learner_flags(args, tmp_path)
+  assert {'--agent=vtrace', '--game=Pong', '--num_envs=16', '--env_batch_size=8',
+          '--unroll_length=64', '--batch_size=4', '--batches_per_step=4', '--epochs_per_step=3',
+          '--learning_rate=0.00025', '--adam_epsilon=1e-05', '--clip_norm=0.5', '--lambda_=0.95',
+          '--popart', '--entropy_cost=0.01', '--total_environment_frames=10000000',
+          '--reward_scaling=1.0', '--initialization=orthogonal'} <= set(flags)
+  assert ', unroll 64, 4 minibatches of 4 unrolls per step, 3 epochs, lambda 0.95, values ' \
+         'normalized (PopArt), lr 0.00025 (Adam epsilon 1e-05)' in learn_atari.setting(args)
 
 
-def test_the_v_trace_learner_takes_shuffled_minibatches_on_request(tmp_path):
-  args = learn_atari.parse_args(['--batches_per_step', '4', '--epochs_per_step', '3'])
-  assert {'--batches_per_step=4', '--epochs_per_step=3'} <= set(
-      learn_atari.learner_flags(args, tmp_path))
-  assert ', unroll 20, 4 minibatches of 4 unrolls per step, 3 epochs, lambda 1, lr' in (
-      learn_atari.setting(args))
-  assert '--batches_per_step=1' in learn_atari.learner_flags(learn_atari.parse_args([]), tmp_path)
-
-
-def test_the_v_trace_learner_normalizes_its_values_with_popart_on_request(tmp_path):
-  args = learn_atari.parse_args(['--popart'])
-  assert '--popart' in learn_atari.learner_flags(args, tmp_path)
-  assert 'lambda 1, values normalized (PopArt), lr' in learn_atari.setting(args)
+def test_the_v_trace_learner_takes_its_entry_points_setting_on_request(tmp_path):
+  """The setting README names for the V-trace learner's runs before the bench's defaults
+  changed: one optimizer step per batch of unrolls of 20, values unnormalized."""
+  args = learn_atari.parse_args(
+      ['--unroll_length', '20', '--batches_per_step', '1', '--epochs_per_step', '1',
+       '--learning_rate', '6e-4', '--adam_epsilon', '3.125e-7', '--clip_norm', '0',
+       '--lambda_', '1', '--no-popart'])
+  assert {'--unroll_length=20', '--batches_per_step=1', '--epochs_per_step=1', '--nopopart',
+          '--clip_norm=0.0', '--lambda_=1.0'} <= set(learn_atari.learner_flags(args, tmp_path))
+  assert (', unroll 20, batch 4, 1 optimizer step(s) per batch, lambda 1, lr 0.0006 (Adam '
+          'epsilon 3.125e-07) decaying to 0 over 1e+07 frames, no gradient clipping,'
+          ) in learn_atari.setting(args)
 
 
 @pytest.mark.parametrize('agent, lambda_flag', [
@@ -41,14 +43,25 @@ def test_v_traces_lambda_and_the_clipping_reach_the_learner(agent, lambda_flag, 
   assert 'gradient norm clipped to 2,' in learn_atari.setting(args)
 
 
+def test_a_caller_replaces_one_agents_defaults():
+  agent_defaults = {'vtrace': learn_atari.VTRACE_ENTRY_POINT_TRAINING}
+  args = learn_atari.parse_args([], agent_defaults=agent_defaults)
+  assert (args.unroll_length, args.batches_per_step, args.popart) == (20, 1, False)
+  args = learn_atari.parse_args(['--popart'], agent_defaults=agent_defaults)
+  assert args.popart
+  args = learn_atari.parse_args(['--agent', 'ppo'], agent_defaults=agent_defaults)
+  assert (args.unroll_length, args.batches_per_step) == (64, 4)
+
+
 def test_the_bench_prints_its_setting():
   args = learn_atari.parse_args(['--lstm_size', '256', '--full_action_space', '--reward_scaling',
                                  '0.1', '--initialization', 'glorot'])
   assert learn_atari.setting(args) == (
       'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + '
-      'LSTM 256, all 18 actions, 2 actor(s) x 8 env(s), unroll 20, batch 4, 1 optimizer step(s) '
-      'per batch, lambda 1, lr 0.0006 (Adam epsilon 3.125e-07) decaying to 0 over 1e+07 frames, '
-      'no gradient clipping, entropy 0.01, rewards scaled by 0.1')
+      'LSTM 256, all 18 actions, 2 actor(s) x 8 env(s), unroll 64, 4 minibatches of 4 unrolls '
+      'per step, 3 epochs, lambda 0.95, values normalized (PopArt), lr 0.00025 (Adam epsilon '
+      '1e-05) decaying to 0 over 1e+07 frames, gradient norm clipped to 0.5, entropy 0.01, '
+      'rewards scaled by 0.1')
 
 
 def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(tmp_path):
@@ -98,6 +111,7 @@ def test_the_on_policy_agents_act_while_they_train_on_request(agent, tmp_path):
     (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'ppo', '--lambda_', '0.9'], '--lambda_ is for --agent=vtrace or onpolicy_vtrace'),
     (['--agent', 'onpolicy_vtrace', '--popart'], '--popart is for --agent=vtrace'),
+    (['--agent', 'ppo', '--no-popart'], '--popart is for --agent=vtrace'),
     (['--overlap_acting'], '--overlap_acting is for --agent=ppo or onpolicy_vtrace'),
 ])
 def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
