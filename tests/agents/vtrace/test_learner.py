@@ -294,7 +294,8 @@ def test_steps_per_step_below_one_are_refused(flag, value):
 def test_training_step_takes_every_unroll_once_per_epoch(batches_per_step, epochs_per_step):
   """A training step takes `batch_size * batches_per_step` unrolls from the queue; each epoch
   steps once on each minibatch of `batch_size` of them, every unroll in exactly one; with several
-  minibatches their make-up changes from epoch to epoch (shuffled), with one the order stays."""
+  minibatches the unrolls are shuffled (out of the queue's order in some epoch), with one they
+  keep that order."""
   tf.random.set_seed(3)
   batch_size, steps = 2, 5
   agent = _agent(batch_size=batch_size, batches_per_step=batches_per_step,
