@@ -29,9 +29,9 @@ the batches of Schulman et al. (2017)'s Atari PPO: training steps of 1,024 trans
 unrolls of 64), 3 epochs of 4 minibatches of 4 unrolls shuffled anew in each, gradient norm
 clipped to 0.5, Adam 2.5e-4 (epsilon 1e-5), values normalized (PopArt):
 - `vtrace`: the V-trace learner, V-trace lambda 0.95; it reached +15 after 4.2M, 4.9M and 4.3M
-  frames (3 seeds). Trained as its entry point does (`VTRACE_ENTRY_POINT_TRAINING`: `--unroll_length
-  20 --batches_per_step 1 --epochs_per_step 1 --learning_rate 6e-4 --adam_epsilon 3.125e-7
-  --clip_norm 0 --lambda_ 1 --no-popart`) it did not;
+  frames (3 seeds). Trained as its entry point does (`VTRACE_ENTRY_POINT_TRAINING`:
+  `--unroll_length 20 --batches_per_step 1 --epochs_per_step 1 --learning_rate 6e-4
+  --adam_epsilon 3.125e-7 --clip_norm 0 --lambda_ 1 --no-popart`) it did not;
 - `ppo`: the configurable on-policy agent with PPO's loss: clipping 0.1, GAE 0.95, advantages
   normalized per minibatch;
 - `onpolicy_vtrace`: the same agent with V-trace's loss: V-trace targets and advantages

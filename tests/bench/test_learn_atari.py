@@ -26,6 +26,8 @@ def test_the_v_trace_learner_takes_its_entry_points_setting_on_request(tmp_path)
       ['--unroll_length', '20', '--batches_per_step', '1', '--epochs_per_step', '1',
        '--learning_rate', '6e-4', '--adam_epsilon', '3.125e-7', '--clip_norm', '0',
        '--lambda_', '1', '--no-popart'])
+  assert all(getattr(args, name) == value
+             for name, value in learn_atari.VTRACE_ENTRY_POINT_TRAINING.items())
   assert {'--unroll_length=20', '--batches_per_step=1', '--epochs_per_step=1', '--nopopart',
           '--clip_norm=0.0', '--lambda_=1.0'} <= set(learn_atari.learner_flags(args, tmp_path))
   assert (', unroll 20, batch 4, 1 optimizer step(s) per batch, lambda 1, lr 0.0006 (Adam '
