@@ -54,6 +54,9 @@ from bench import nature_entry_points
 from bench import process_group
 
 MODULE = 'bench.learn_atari'
+# Defines the flags of this file's learner and actors (`seed_rl.evaluate` calls it to recreate
+# the environment of a run).
+define_flags = nature_entry_points.define_flags
 PPO_EPSILON = 0.1
 
 

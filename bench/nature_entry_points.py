@@ -10,7 +10,7 @@ unrolls (`--batch_mode=shuffle`), so the frame stack kept in the network's state
 """
 
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 AGENTS = ('vtrace', 'ppo', 'onpolicy_vtrace')
 # The agents that run the configurable on-policy learner.
@@ -36,16 +36,25 @@ def agent_of(argv: Sequence[str]) -> str:
   return agent
 
 
-def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None:
-  """Runs the learner or an actor of `--agent` on `create_environment(env_id, config)`'s env
-  (default: the Atari env of `--game`)."""
-  from absl import app  # pylint: disable=g-import-not-at-top
+class Learner(NamedTuple):
+  """What `seed_rl.common.entry_point.run` needs of an agent besides the environment."""
+  learner_module: str
+  create_agent: Callable[..., Any]
+  create_optimizer: Callable[..., Any]
+  prepare_learner: Optional[Callable[[], None]]
+
+
+def define_flags(argv: Sequence[str]) -> Learner:
+  """Defines the flags of the agent that `argv` (a command line) names with `--agent`, the
+  Atari environment's among them, and returns the agent's learner.
+
+  The entry points of `bench/learn_atari.py` and `bench/pixel_bandit.py` expose it as their
+  own `define_flags`: `seed_rl.evaluate` calls it to recreate the learner's environment, since
+  which flags exist depends on the agent.
+  """
   from absl import flags  # pylint: disable=g-import-not-at-top
 
-  from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
-  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
-
-  agent = agent_of(sys.argv)
+  agent = agent_of(argv)
   flags.DEFINE_enum('agent', 'vtrace', AGENTS, 'The agent that learns.')
   stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
   initialization = flags.DEFINE_enum(
@@ -62,23 +71,34 @@ def main(create_environment: Optional[Callable[[int, Any], Any]] = None) -> None
           parametric_action_distribution, stack_size=stack_size.value,
           observation_shape=observation_space.shape, initialization=initialization.value)
 
-    learner_module = 'seed_rl.agents.policy_gradient.learner'
-    create_optimizer, prepare_learner = main_flags.create_optimizer, main_flags.parse_gin
-  else:
-    from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
-    lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
+    return Learner('seed_rl.agents.policy_gradient.learner', create_agent,
+                   main_flags.create_optimizer, main_flags.parse_gin)
 
-    def create_agent(unused_action_space, observation_space,  # pylint: disable=function-redefined
-                     parametric_action_distribution):
-      from bench import nature_networks  # pylint: disable=g-import-not-at-top
-      return nature_networks.NatureActorCritic(
-          parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
-          stack_size=stack_size.value, observation_shape=observation_space.shape,
-          initialization=initialization.value)
+  from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
+  lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
 
-    learner_module = 'seed_rl.agents.vtrace.learner'
-    create_optimizer, prepare_learner = vtrace_main.create_optimizer, None
+  def create_agent(unused_action_space, observation_space,  # pylint: disable=function-redefined
+                   parametric_action_distribution):
+    from bench import nature_networks  # pylint: disable=g-import-not-at-top
+    return nature_networks.NatureActorCritic(
+        parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
+        stack_size=stack_size.value, observation_shape=observation_space.shape,
+        initialization=initialization.value)
 
+  return Learner('seed_rl.agents.vtrace.learner', create_agent, vtrace_main.create_optimizer,
+                 None)
+
+
+def main(create_environment: Optional[Callable[[int, Any], Any]] = None,
+         define_all_flags: Callable[[Sequence[str]], Learner] = define_flags) -> None:
+  """Runs the learner or an actor of `--agent` on `create_environment(env_id, config)`'s env
+  (default: the Atari env of `--game`), with the flags `define_all_flags(sys.argv)` defines."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+
+  from seed_rl.common import entry_point  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+
+  learner = define_all_flags(sys.argv)
   app.run(lambda argv: entry_point.run(
-      argv, create_environment or env.create_environment, learner_module, create_agent,
-      create_optimizer, prepare_learner=prepare_learner))
+      argv, create_environment or env.create_environment, learner.learner_module,
+      learner.create_agent, learner.create_optimizer, prepare_learner=learner.prepare_learner))

@@ -30,7 +30,7 @@ scaling does not matter to it) reached 45 after 96k frames (delay 0).
 import argparse
 import collections
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import gymnasium
 import numpy as np
@@ -46,6 +46,9 @@ class PixelBandit(gymnasium.Env):
   """The bandit above, its sides drawn from a generator seeded with the env id. The rewarded
   side is the one shown `answer_delay` frames before the current one (no reward for the first
   `answer_delay` steps of an episode)."""
+
+  # Its name in messages (`seed_rl.evaluate`'s, say), rather than the Atari flags' `--game`.
+  spec = gymnasium.envs.registration.EnvSpec('PixelBandit-v0')
 
   def __init__(self, seed: int, answer_delay: int = 0):
     if answer_delay < 0:
@@ -105,11 +108,17 @@ def main() -> None:
       [f'--answer_delay={delay}'])
 
 
+def define_flags(argv: Sequence[str]) -> nature_entry_points.Learner:
+  """Defines the flags of the bench's learner and actors: the Nature entry point's and
+  `--answer_delay` (`seed_rl.evaluate` calls it too, to recreate the bandit)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_integer('answer_delay', 1, 'The rewarded side is the one shown this many '
+                       'frames before the current one.')
+  return nature_entry_points.define_flags(argv)
+
+
 if __name__ == '__main__':
   if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
-    from absl import flags  # pylint: disable=g-import-not-at-top
-    flags.DEFINE_integer('answer_delay', 1, 'The rewarded side is the one shown this many '
-                         'frames before the current one.')
-    nature_entry_points.main(create_environment)
+    nature_entry_points.main(create_environment, define_flags)
   else:
     main()

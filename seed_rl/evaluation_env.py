@@ -2,9 +2,11 @@
 
 The child process imports the learner's entry point (so its flags exist), parses the learner's
 flags then the user's overrides into absl's `FLAGS`, and creates one environment with the
-learner's factory: `create_env_fn(0, FLAGS)`. With a video it sets `FLAGS.render_mode` to
-'rgb_array' (the gym and MuJoCo factories pass it to `gymnasium.make`) and records the first
-episode itself (`video.RecordFirstEpisode`).
+learner's factory: `create_env_fn(0, FLAGS)`. An entry point whose flags depend on its command
+line (which agent it runs, say) defines them in its main rather than on import; it exposes
+`define_flags(argv)`, which the child calls with the learner's flags first. With a video it
+sets `FLAGS.render_mode` to 'rgb_array' (the gym and MuJoCo factories pass it to
+`gymnasium.make`) and records the first episode itself (`video.RecordFirstEpisode`).
 
 Environments run apart from TensorFlow as in training, where actors never import it, and that is
 needed here: Mesa's software OpenGL (MuJoCo's renderer without a GPU) and TensorFlow both carry
@@ -62,17 +64,23 @@ def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
                 flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
   """Imports the entry point and parses the learner's flags, then `overrides`, into `flag_values`.
 
-  Lines of the learner's flags that this process does not define (flags of libraries the
-  learner imported, such as TensorFlow's) are skipped; unknown `overrides` are errors. Defines
-  `--render_mode` (None) for the environment factories.
+  An entry point's `define_flags(argv)`, if it has one, is called with the learner's flags and
+  `overrides` (after a program name, as in `sys.argv`). Lines of the learner's flags that this
+  process does not define then (flags of libraries the learner imported, such as TensorFlow's)
+  are skipped; unknown `overrides` are errors. Defines `--render_mode` (None) for the
+  environment factories.
 
   Raises:
     EvaluateError: the entry point cannot be imported, or a flag is unknown or invalid.
   """
   try:
-    importlib.import_module(run.entry_point)
+    module = importlib.import_module(run.entry_point)
   except ImportError as e:
     raise EvaluateError(f'Cannot import the entry point {run.entry_point}: {e}') from e
+  learner_lines = [line.strip() for line in run.learner_flags or []]
+  define_flags = getattr(module, 'define_flags', None)
+  if callable(define_flags):
+    define_flags([run.entry_point] + learner_lines + list(overrides))
   if 'render_mode' not in flag_values:
     flags.DEFINE_string('render_mode', None, "Gymnasium render mode of the environment "
                         "('rgb_array' with --video), read by the environment factories.",
@@ -80,8 +88,8 @@ def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
   for argument in overrides:
     if not argument.startswith('--'):
       raise EvaluateError(f'Unexpected argument {argument!r}: give flags as --flag=value.')
-  learner_arguments = [line.strip() for line in run.learner_flags or []
-                       if _is_defined(_flag_name(line.strip()), flag_values)]
+  learner_arguments = [line for line in learner_lines
+                       if _is_defined(_flag_name(line), flag_values)]
   try:
     flag_values(['seed_rl.evaluate'] + learner_arguments + list(overrides))
   except flags.Error as e:
@@ -117,8 +125,9 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
 
   Raises:
     EvaluateError: bad flags or factory, a factory that raises ValueError or ImportError
-      (e.g. an unknown environment, or its package not installed), or one that fails in
-      OpenGL when asked to render (MuJoCo without a working MUJOCO_GL backend).
+      (e.g. an unknown environment, or its package not installed), one that reads a flag the
+      entry point does not define, or one that fails in OpenGL when asked to render (MuJoCo
+      without a working MUJOCO_GL backend).
   """
   config = parse_flags(run, overrides)
   if video:
@@ -133,8 +142,25 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
       raise EvaluateError(str(video_lib.cannot_render(name, e))) from e
     if isinstance(e, (ImportError, ValueError)):
       raise EvaluateError(f'Cannot create the environment with {run.create_env_fn}: {e}') from e
+    missing = _undefined_flag(e, config)
+    if missing:
+      raise EvaluateError(
+          f'{run.create_env_fn} reads the flag --{missing}, which {run.entry_point} does not '
+          'define: pass --entry_point=MODULE, an entry point that defines the '
+          'environment\'s flags (e.g. seed_rl.environments.atari.vtrace_main for Atari).') from e
     raise
   return video_lib.RecordFirstEpisode(env, video, config) if video else env
+
+
+def _undefined_flag(error: Exception, config: flags.FlagValues) -> str | None:
+  """The flag name when `error` is absl's AttributeError for reading a flag `config` does
+  not define, else None."""
+  if not isinstance(error, AttributeError) or len(error.args) != 1:
+    return None
+  name = error.args[0]
+  if isinstance(name, str) and name.isidentifier() and name not in config:
+    return name
+  return None
 
 
 def _info(info: dict[str, Any]) -> dict[str, Any]:
