@@ -23,6 +23,7 @@ import argparse
 import os
 import pathlib
 import sys
+from typing import Sequence
 
 from bench import episode_follow
 from bench import process_group
@@ -63,6 +64,14 @@ def create_small_agent(action_space, observation_space, parametric_action_distri
       return parametric_action_distribution(policy_logits).sample()
 
   return SmallFootballNet()
+
+
+def define_flags(argv: Sequence[str]) -> None:
+  """Defines the flags of this file's learner and actors: those of football's `vtrace_main`,
+  whatever the command line (`seed_rl.evaluate` calls it to recreate the environment of a
+  run; the processes import `vtrace_main` themselves)."""
+  del argv
+  from seed_rl.environments.football import vtrace_main  # pylint: disable=g-import-not-at-top,unused-import
 
 
 def _entry_point() -> None:
