@@ -388,9 +388,9 @@ def _environment_name(run):
 @pytest.mark.parametrize('agent', ['vtrace', 'ppo'])
 def test_an_entry_point_whose_flags_depend_on_its_agent_recreates_the_learners_environment(
     agent):
-  """`bench/learn_atari.py`'s learner defines the Atari flags in its main, by `--agent`: the
-  environment process calls its `define_flags` with the learner's flags (`--lstm_size`, a
-  V-trace flag only, is skipped for PPO)."""
+  """`bench/learn_atari.py`'s learner defines the Atari flags in its main, with those of its
+  `--agent`: the environment process calls its `define_flags` with the learner's flags, for
+  either agent's learner."""
   from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
   run = evaluation_env.RunInfo('bench.learn_atari', ATARI_ENV_FN, learner_flags=[
       f'--agent={agent}', '--game=Breakout', '--stack_size=4', '--lstm_size=0'])
