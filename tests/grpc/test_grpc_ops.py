@@ -192,6 +192,28 @@ def test_client_waits_for_server(servers, clients, unix_address, pool, call_befo
 
 
 @pytest.mark.timeout(60)
+def test_waiting_clients_connect_within_a_second_of_the_server_starting(servers, clients,
+                                                                       unix_address, pool):
+  """Clients try to connect every 0.5 s, however long they have waited (with gRPC's default
+  backoff, 1 s growing to 2 minutes, actors started with their learner idled for seconds)."""
+  server = servers([unix_address])
+  server.bind(foo)
+
+  def connect(index):
+    # Channels with different arguments keep their own connection and their own backoff.
+    clients(unix_address, options=[('grpc.primary_user_agent', f'client {index}')])
+    return time.monotonic()
+
+  connections = [pool.submit(connect, index) for index in range(8)]
+  time.sleep(5)  # Many failed attempts each: a backoff growing from 1 s would be past 1.5 s.
+  assert not any(connection.done() for connection in connections)
+  started = time.monotonic()
+  server.start()
+  latencies = [connection.result(timeout=30) - started for connection in connections]
+  assert max(latencies) < 1.2, latencies
+
+
+@pytest.mark.timeout(60)
 def test_client_timeout(unix_address):
   start = time.time()
   with pytest.raises(tf.errors.UnavailableError, match='not reachable'):
