@@ -20,5 +20,6 @@ class EntropyCost(tf.Module):
                                    name='entropy_cost_param')
     self.param.constraint = lambda value: tf.clip_by_value(value, -bound, bound)
 
+  @tf.autograph.experimental.do_not_convert
   def __call__(self):
     return tf.exp(self._speed * tf.convert_to_tensor(self.param))

@@ -142,6 +142,7 @@ class PerEnvState(tf.Module):
     with self.name_scope:
       self._state, self._structure = create_variables(specs, [num_envs])
 
+  @tf.autograph.experimental.do_not_convert
   @tf.Module.with_name_scope
   def reset(self, env_ids):
     """Zeroes the state of `env_ids`."""
@@ -149,6 +150,7 @@ class PerEnvState(tf.Module):
       zeros = tf.zeros(tf.concat([tf.shape(env_ids), tf.shape(var)[1:]], 0), var.dtype)
       var.scatter_update(tf.IndexedSlices(zeros, env_ids))
 
+  @tf.autograph.experimental.do_not_convert
   @tf.Module.with_name_scope
   def add(self, env_ids, values):
     """Adds `values` to the state of `env_ids`; a leaf without the env dimension broadcasts."""
@@ -160,12 +162,14 @@ class PerEnvState(tf.Module):
     for var, value in zip(self._state, tf.nest.flatten(values)):
       add_leaf(var, value)
 
+  @tf.autograph.experimental.do_not_convert
   @tf.Module.with_name_scope
   def read(self, env_ids):
     """The state of `env_ids`."""
     return tf.nest.pack_sequence_as(self._structure.nest,
                                     [var.sparse_read(env_ids) for var in self._state])
 
+  @tf.autograph.experimental.do_not_convert
   @tf.Module.with_name_scope
   def replace(self, env_ids, values, debug_op_name: str = '', debug_tensors=None):
     """Overwrites the state of `env_ids` (rank-1, without duplicates) with `values`."""

@@ -50,6 +50,7 @@ class ParametricDistribution:
   def create_dist(self) -> Callable[[tf.Tensor], tfd.Distribution]:
     return self._create_dist
 
+  @tf.autograph.experimental.do_not_convert
   def __call__(self, params: tf.Tensor) -> tfd.Distribution:
     return self._create_dist(params)
 
@@ -67,16 +68,20 @@ class ParametricDistribution:
     dist = self._create_dist(tf.zeros((self._param_size,)))
     return dist.reparameterization_type == tfd.FULLY_REPARAMETERIZED
 
+  @tf.autograph.experimental.do_not_convert
   def sample(self, parameters: tf.Tensor) -> tf.Tensor:
     return self._create_dist(parameters).sample()
 
+  @tf.autograph.experimental.do_not_convert
   def log_prob(self, parameters: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
     return self._create_dist(parameters).log_prob(actions)
 
+  @tf.autograph.experimental.do_not_convert
   def entropy(self, parameters: tf.Tensor) -> tf.Tensor:
     """Entropy (a 1-sample estimate for tanh-transformed actions)."""
     return self._create_dist(parameters).entropy()
 
+  @tf.autograph.experimental.do_not_convert
   def kl_divergence(self, parameters_a: tf.Tensor,
                     parameters_b: tf.Tensor) -> tf.Tensor:
     """KL(dist(parameters_a) || dist(parameters_b))."""

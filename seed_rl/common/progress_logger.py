@@ -90,20 +90,24 @@ class ProgressLogger(object):
         return
       period = min(self.max_period, period * self.period_factor)
 
+  @tf.autograph.experimental.do_not_convert
   def log_session(self) -> List[Tuple[str, Any]]:
     """A new list to collect the values of one step."""
     return []
 
+  @tf.autograph.experimental.do_not_convert
   def log(self, session, name: str, value) -> None:
     """Adds `value` under `name` to `session`. Call at trace time."""
     session.append((name, value))
 
+  @tf.autograph.experimental.do_not_convert
   def log_session_from_dict(self, values: dict) -> List[Tuple[str, Any]]:
     session = self.log_session()
     for name, value in values.items():
       self.log(session, name, value)
     return session
 
+  @tf.autograph.experimental.do_not_convert
   def step_end(self, session, step_increment: int = 1) -> None:
     """Publishes the session's values (each as the float32 mean of its elements) and advances
     the step by `step_increment`. Every session must log the same names in the same order."""

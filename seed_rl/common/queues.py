@@ -27,16 +27,20 @@ class StructuredFIFOQueue(tf.queue.FIFOQueue):
     """The nest of TensorSpecs of one element."""
     return self._specs
 
+  @tf.autograph.experimental.do_not_convert
   def dequeue(self, name=None):
     return tf.nest.pack_sequence_as(self._specs, super().dequeue(name=name))
 
+  @tf.autograph.experimental.do_not_convert
   def dequeue_many(self, n, name=None):
     return tf.nest.pack_sequence_as(self._specs, super().dequeue_many(n, name=name))
 
+  @tf.autograph.experimental.do_not_convert
   def enqueue(self, vals, name=None):
     tf.nest.assert_same_structure(vals, self._specs)
     return super().enqueue(tf.nest.flatten(vals), name=name)
 
+  @tf.autograph.experimental.do_not_convert
   def enqueue_many(self, vals, name=None):
     tf.nest.assert_same_structure(vals, self._specs)
     return super().enqueue_many(tf.nest.flatten(vals), name=name)

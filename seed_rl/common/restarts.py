@@ -9,6 +9,7 @@ import tensorflow as tf
 from seed_rl.common import env_state
 
 
+@tf.autograph.experimental.do_not_convert
 def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch):
   """Finds the environments whose actor (re)started, and drops rows of dead actors.
 
@@ -37,12 +38,12 @@ def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch)
   kept_env_ids = tf.boolean_mask(env_ids, kept_mask)
   run_ids, batch = tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept_mask),
                                          (run_ids, batch))
-  if tf.size(envs_needing_reset) > 0:
-    tf.print('Environment ids needing reset:', envs_needing_reset)
+  _print_if_any('Environment ids needing reset:', envs_needing_reset)
   env_run_ids.replace(kept_env_ids, run_ids)
   return envs_needing_reset, tf.where(kept_mask), kept_env_ids, batch
 
 
+@tf.autograph.experimental.do_not_convert
 def _first_of_repeated_rows(env_ids, run_ids):
   """`<bool>[N]`: False for a row whose (env id, run id) an earlier row of the batch has.
 
@@ -54,12 +55,12 @@ def _first_of_repeated_rows(env_ids, run_ids):
   positions = tf.range(tf.size(env_ids))
   first_position = tf.math.unsorted_segment_min(positions, pair_index, tf.size(env_ids))
   first = tf.equal(tf.gather(first_position, pair_index), positions)
-  if tf.reduce_any(tf.logical_not(first)):
-    tf.print('Dropping repeated rows of environment ids:',
-             tf.boolean_mask(env_ids, tf.logical_not(first)))
+  _print_if_any('Dropping repeated rows of environment ids:',
+                tf.boolean_mask(env_ids, tf.logical_not(first)))
   return first
 
 
+@tf.autograph.experimental.do_not_convert
 def get_non_dying_envs(envs_needing_reset, reset_mask, env_ids):
   """Drops the stale last transition of a restarted actor from an inference batch.
 
@@ -81,8 +82,8 @@ def get_non_dying_envs(envs_needing_reset, reset_mask, env_ids):
       env_ids[:, tf.newaxis] == tf.cast(envs_needing_reset, env_ids.dtype)[tf.newaxis, :],
       axis=1)
   dying = tf.logical_and(needs_reset, tf.logical_not(reset_mask))
-  if tf.reduce_any(dying):
-    tf.print('Dropping dying transitions of environment ids:', tf.boolean_mask(env_ids, dying))
+  _print_if_any('Dropping dying transitions of environment ids:',
+                tf.boolean_mask(env_ids, dying))
   nondying_mask = tf.logical_not(dying)
   nondying_env_ids = tf.boolean_mask(env_ids, nondying_mask)
   with tf.control_dependencies([env_state.assert_unique_ids(
@@ -91,7 +92,15 @@ def get_non_dying_envs(envs_needing_reset, reset_mask, env_ids):
     return tf.identity(nondying_mask), tf.identity(nondying_env_ids)
 
 
+@tf.autograph.experimental.do_not_convert
 def scatter_rows(kept_rows, values, batch_size: int):
   """Puts the rows computed for the kept rows back into a full batch (zeros elsewhere)."""
   shape = tf.concat([[batch_size], tf.shape(values, tf.int64)[1:]], 0)
   return tf.scatter_nd(kept_rows, values, shape)
+
+
+def _print_if_any(message: str, values) -> None:
+  """Prints `values` after `message` when there are any, in a graph as eagerly."""
+  def print_values():
+    tf.print(message, values)
+  tf.cond(tf.size(values) > 0, print_values, lambda: None)

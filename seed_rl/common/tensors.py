@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 
+@tf.autograph.experimental.do_not_convert
 def make_time_major(x):
   """Swaps the first two dimensions of every tensor of rank >= 2 (batch-major <-> time-major)."""
 
@@ -20,6 +21,7 @@ def make_time_major(x):
   return tf.nest.map_structure(transpose, x)
 
 
+@tf.autograph.experimental.do_not_convert
 def split_structure(structure, prefix_length: int, axis: int = 0):
   """Splits every leaf into `[:prefix_length]` and `[prefix_length:]` along `axis`."""
   pairs = [tf.split(t, [prefix_length, -1], axis=axis) for t in tf.nest.flatten(structure)]

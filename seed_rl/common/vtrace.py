@@ -10,6 +10,7 @@ import tensorflow as tf
 VTraceReturns = collections.namedtuple('VTraceReturns', 'vs pg_advantages')
 
 
+@tf.autograph.experimental.do_not_convert
 def from_importance_weights(target_action_log_probs,
                             behaviour_action_log_probs,
                             discounts,

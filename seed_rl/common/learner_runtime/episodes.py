@@ -27,10 +27,12 @@ class EpisodeStats(object):
     self._running = env_state.PerEnvState(num_envs, specs[:3], 'episode_stats')
     self._finished = queues.StructuredFIFOQueue(-1, specs)
 
+  @tf.autograph.experimental.do_not_convert
   def reset(self, env_ids) -> None:
     """Forgets the current episodes of `env_ids` (their actor restarted)."""
     self._running.reset(env_ids)
 
+  @tf.autograph.experimental.do_not_convert
   def update(self, env_ids, env_outputs: EnvOutput, raw_rewards,
              num_action_repeats: int) -> None:
     """Adds one step of each env; a `done` flag ends the env's previous episode first.

@@ -73,17 +73,21 @@ class EnvStates(tf.Module):
 
     self._unroll_lock.execute(reset_unrolls)
 
+  @tf.autograph.experimental.do_not_convert
   def read(self, env_ids):
     """`(prev_actions, agent_states)` of `env_ids`."""
     return self._actions.read(env_ids), self._agent_states.read(env_ids)
 
+  @tf.autograph.experimental.do_not_convert
   def update(self, env_ids, actions, agent_states) -> None:
     self._actions.replace(env_ids, actions)
     self._agent_states.replace(env_ids, agent_states)
 
+  @tf.autograph.experimental.do_not_convert
   def _fill_iteration(self, env_ids) -> tf.Tensor:
     return tf.fill(tf.shape(env_ids), tf.cast(self._iterations, tf.int64))
 
+  @tf.autograph.experimental.do_not_convert
   def append(self, env_ids, prev_agent_states, step) -> Tuple[Unroll, tf.Tensor]:
     """Appends one step of each training env among `env_ids`; returns the completed unrolls
     and, for each, the training iteration at which its first trained step was acted (its last
@@ -100,6 +104,7 @@ class EnvStates(tf.Module):
     return self._unroll_lock.execute(
         lambda: self._append_training_steps(env_ids, prev_agent_states, step))
 
+  @tf.autograph.experimental.do_not_convert
   def _append_training_steps(self, env_ids, prev_agent_states, step) -> Tuple[Unroll, tf.Tensor]:
     starts_next = self._store.starts_next_unroll(env_ids)
     self._next_first_agent_states.replace(
@@ -115,6 +120,7 @@ class EnvStates(tf.Module):
     return unrolls, first_step_iterations
 
 
+@tf.autograph.experimental.do_not_convert
 def _finite_rows(nest) -> tf.Tensor:
   """`<bool>[N]`: whether every floating-point value of row n of every leaf is finite."""
   leaves = [t for t in tf.nest.flatten(nest) if t.dtype.is_floating]

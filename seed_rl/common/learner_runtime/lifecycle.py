@@ -88,7 +88,7 @@ def start_server(config, inference_fns, validate: Callable[[Any], None]) -> 'grp
   server.bind(inference_fns, validate=validate)
   if isinstance(config, flags.FlagValues):
 
-    @tf.function(input_signature=[])
+    @tf.function(input_signature=[], autograph=False)
     def get_config():
       return learner_config.serialize_config(config)
 

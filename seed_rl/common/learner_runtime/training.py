@@ -8,6 +8,7 @@ from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import agent as agent_lib
 
 
+@tf.autograph.experimental.do_not_convert
 def _split_over_replicas(strategy: tf.distribute.Strategy, batch):
   """Gives each replica its consecutive slice of the batch (leading dimension)."""
   num_replicas = strategy.num_replicas_in_sync
@@ -18,6 +19,7 @@ def _split_over_replicas(strategy: tf.distribute.Strategy, batch):
           lambda t: tf.split(t, num_replicas)[ctx.replica_id_in_sync_group], batch))
 
 
+@tf.autograph.experimental.do_not_convert
 def _gather_over_replicas(strategy: tf.distribute.Strategy, value) -> tf.Tensor:
   """A scalar's mean over replicas; a per-example tensor's slices concatenated in order."""
   local = strategy.experimental_local_results(value)
@@ -26,10 +28,12 @@ def _gather_over_replicas(strategy: tf.distribute.Strategy, value) -> tf.Tensor:
   return tf.concat(local, axis=0)
 
 
+@tf.autograph.experimental.do_not_convert
 def _all_finite(tensors) -> tf.Tensor:
   return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None])
 
 
+@tf.autograph.experimental.do_not_convert
 def _apply_if_finite(optimizer: Any, gradients, variables, loss,
                      skipped_steps: tf.Variable) -> tf.Tensor:
   """Applies `gradients` only when the loss and the gradients of every replica are finite;

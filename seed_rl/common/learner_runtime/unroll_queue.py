@@ -37,15 +37,18 @@ class UnrollQueue(object):
     # oldest acting) and the mean lag of their last steps; -1 before the first batch.
     self._last_lags = tf.Variable([-1., -1., -1.], trainable=False, name='last_lags')
 
+  @tf.autograph.experimental.do_not_convert
   def _iteration(self) -> tf.Tensor:
     return tf.cast(self._iterations, tf.int64)
 
+  @tf.autograph.experimental.do_not_convert
   def enqueue_many(self, unrolls, first_step_iterations: tf.Tensor):
     """Queues `[N, ...]` unrolls whose first trained steps were acted at
     `first_step_iterations` and whose last steps are acted now."""
     last_step_iterations = tf.fill(tf.shape(first_step_iterations), self._iteration())
     return self._queue.enqueue_many((unrolls, (first_step_iterations, last_step_iterations)))
 
+  @tf.autograph.experimental.do_not_convert
   def dequeue_many(self, n):
     """`n` unrolls (`[n, ...]`); blocks until there are that many."""
     unrolls, (first_step_iterations, last_step_iterations) = self._queue.dequeue_many(n)
