@@ -29,6 +29,7 @@ StepFn = Callable[[Any, Any], tuple[Any, Any]]
 UnrollFn = Callable[[Any, EnvOutput, Any], tuple[Any, Any]]
 
 
+@tf.autograph.experimental.do_not_convert
 def as_env_output(env_outputs: Any) -> EnvOutput:
   """Returns `env_outputs` as an `EnvOutput`.
 
@@ -149,11 +150,13 @@ def lstm_stack_step(cells: Sequence[tf.keras.layers.LSTMCell]) -> StepFn:
   return step
 
 
+@tf.autograph.experimental.do_not_convert
 def add_time_dimension(nest: Any) -> Any:
   """`[B, ...]` -> `[1, B, ...]` for every tensor (or array) of `nest`."""
   return tf.nest.map_structure(lambda t: tf.convert_to_tensor(t)[tf.newaxis], nest)
 
 
+@tf.autograph.experimental.do_not_convert
 def remove_time_dimension(nest: Any) -> Any:
   """`[1, B, ...]` -> `[B, ...]` for every tensor of `nest`."""
   return tf.nest.map_structure(lambda t: t[0], nest)
