@@ -53,6 +53,7 @@ class BoundFunction:
 def _code_of(dtype: tf.DType, what: str) -> int:
   if dtype == tf.string:
     return codec.DT_STRING
+  codec.add_bfloat16(import_if_missing=False)  # TensorFlow has loaded ml_dtypes.
   try:
     code = codec.CODE_BY_DTYPE.get(np.dtype(dtype.as_numpy_dtype))
   except TypeError:

@@ -31,14 +31,6 @@ class CodecError(ValueError):
 
 # --- dtypes -------------------------------------------------------------------------------------
 
-def _optional_bfloat16() -> Optional[np.dtype]:
-  try:
-    import ml_dtypes  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    return None
-  return np.dtype(ml_dtypes.bfloat16)
-
-
 DT_STRING = service_pb2.DT_STRING
 
 # (wire code, numpy dtype, TensorFlow name used in error messages)
@@ -58,10 +50,6 @@ _NUMERIC = [
     (service_pb2.DT_UINT32, np.dtype(np.uint32), 'uint32'),
     (service_pb2.DT_UINT64, np.dtype(np.uint64), 'uint64'),
 ]
-_BFLOAT16 = _optional_bfloat16()
-if _BFLOAT16 is not None:
-  _NUMERIC.append((service_pb2.DT_BFLOAT16, _BFLOAT16, 'bfloat16'))
-
 #: numpy dtype (native byte order) -> wire code.
 CODE_BY_DTYPE: Dict[np.dtype, int] = {dt: code for code, dt, _ in _NUMERIC}
 #: wire code -> numpy dtype with explicit little-endian byte order (what the bytes are in).
@@ -73,7 +61,34 @@ DTYPE_BY_CODE[DT_STRING] = np.dtype(object)
 #: wire code -> TensorFlow dtype name ('float', 'int32', 'string', ...).
 NAME_BY_CODE: Dict[int, str] = {code: name for code, _, name in _NUMERIC}
 NAME_BY_CODE[DT_STRING] = 'string'
+NAME_BY_CODE[service_pb2.DT_BFLOAT16] = 'bfloat16'
 _ALL_NAMES = {code: name for name, code in service_pb2.DataType.items()}
+
+
+def add_bfloat16(import_if_missing: bool = True) -> bool:
+  """Adds bfloat16 (numpy's from `ml_dtypes`) to the dtype tables; whether it is there now.
+
+  Importing ml_dtypes takes about 0.6 s and 8 MB, so a TensorFlow-free actor does it only when
+  it meets a bfloat16 value: this module adds it when it is first asked to encode or decode one,
+  or at import when ml_dtypes is already loaded (as it is with TensorFlow). With
+  `import_if_missing=False` it is added only if ml_dtypes is already loaded.
+  """
+  if service_pb2.DT_BFLOAT16 in DTYPE_BY_CODE:
+    return True
+  if not import_if_missing and 'ml_dtypes' not in sys.modules:
+    return False
+  try:
+    import ml_dtypes  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return False
+  dtype = np.dtype(ml_dtypes.bfloat16)
+  WIRE_DTYPE_BY_CODE[service_pb2.DT_BFLOAT16] = dtype.newbyteorder('<')
+  DTYPE_BY_CODE[service_pb2.DT_BFLOAT16] = dtype
+  CODE_BY_DTYPE[dtype] = service_pb2.DT_BFLOAT16
+  return True
+
+
+add_bfloat16(import_if_missing=False)
 
 
 def dtype_name(code: int) -> str:
@@ -197,6 +212,8 @@ def wire_code(arr: np.ndarray) -> int:
     return code
   if dtype.kind == 'O':
     return DT_STRING
+  if dtype.name == 'bfloat16' and add_bfloat16() and dtype in CODE_BY_DTYPE:
+    return CODE_BY_DTYPE[dtype]
   if dtype.byteorder in '<>' and dtype.newbyteorder('=') in CODE_BY_DTYPE:
     return CODE_BY_DTYPE[dtype.newbyteorder('=')]
   raise CodecError(f'dtype {dtype} cannot be sent.')
@@ -237,6 +254,8 @@ def decode_tensor(tensor: service_pb2.Tensor) -> np.ndarray:
     out[:] = list(values)
     return out.reshape(shape)
   dtype = WIRE_DTYPE_BY_CODE.get(code)
+  if dtype is None and code == service_pb2.DT_BFLOAT16 and add_bfloat16():
+    dtype = WIRE_DTYPE_BY_CODE[code]
   if dtype is None:
     raise CodecError(f'Cannot parse tensor: unsupported dtype {dtype_name(code)}.')
   content = tensor.content

@@ -96,3 +96,54 @@ def test_errors_module():
     assert getattr(tf.errors, cls.__name__).__name__ == cls.__name__
     assert getattr(tf.errors, cls.__name__)(None, None, '').error_code == code
   assert isinstance(errors.make_error(99, 'x'), tf.errors.UnknownError)
+
+
+BFLOAT16_ACTOR = textwrap.dedent('''
+    import sys
+    import numpy as np
+    from seed_rl import grpc
+    assert 'ml_dtypes' not in sys.modules, 'importing the client loaded ml_dtypes'
+    with grpc.Client(sys.argv[1], timeout=30) as client:
+      assert client.plus_one(np.float32([1, 2])).tolist() == [2, 3]
+      assert 'ml_dtypes' not in sys.modules, 'a float32 call loaded ml_dtypes'
+      halves = client.to_bfloat16(np.float32([3, 5]))  # A bfloat16 response: decoded.
+      assert halves.dtype.name == 'bfloat16' and halves.tolist() == [1.5, 2.5], halves
+      doubled = client.double(halves)  # A bfloat16 request: encoded.
+      assert doubled.dtype.name == 'bfloat16' and doubled.tolist() == [3, 5], doubled
+    assert 'tensorflow' not in sys.modules
+    print('ACTOR OK')
+''')
+
+
+@pytest.mark.timeout(120)
+def test_ml_dtypes_is_loaded_by_an_actor_only_when_a_bfloat16_value_comes(servers, unix_address,
+                                                                          monkeypatch):
+  # As in a learner, which imports the codec before TensorFlow: bfloat16 is not in its tables
+  # until binding a function that uses it adds it.
+  from seed_rl.grpc import codec  # pylint: disable=g-import-not-at-top
+  bfloat16_code = tf.bfloat16.as_datatype_enum
+  for table, key in [(codec.DTYPE_BY_CODE, bfloat16_code),
+                     (codec.WIRE_DTYPE_BY_CODE, bfloat16_code),
+                     (codec.CODE_BY_DTYPE, tf.bfloat16.as_numpy_dtype)]:
+    monkeypatch.delitem(table, key, raising=False)
+
+  @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+  def plus_one(x):
+    return x + 1
+
+  @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+  def to_bfloat16(x):
+    return tf.cast(x / 2, tf.bfloat16)
+
+  @tf.function(input_signature=[tf.TensorSpec([2], tf.bfloat16)])
+  def double(x):
+    return x * 2
+
+  server = servers([unix_address])
+  for fn in (plus_one, to_bfloat16, double):
+    server.bind(fn)
+  server.start()
+  result = subprocess.run([sys.executable, '-c', BFLOAT16_ACTOR, unix_address], cwd=REPO,
+                          capture_output=True, text=True, timeout=100)
+  assert result.returncode == 0, result.stderr
+  assert 'ACTOR OK' in result.stdout

@@ -13,8 +13,8 @@ from tests.grpc import reference_encoding
 DTYPES = [np.dtype(d) for d in (np.float32, np.float64, np.int32, np.uint8, np.int16, np.int8,
                                 np.complex64, np.int64, np.bool_, np.uint16, np.complex128,
                                 np.float16, np.uint32, np.uint64)]
-if codec._BFLOAT16 is not None:  # pylint: disable=protected-access
-  DTYPES.append(codec._BFLOAT16)  # pylint: disable=protected-access
+if codec.add_bfloat16():
+  DTYPES.append(codec.DTYPE_BY_CODE[service_pb2.DT_BFLOAT16])
 
 
 def _reference_request(function, leaves) -> bytes:
