@@ -55,10 +55,16 @@ def test_client_never_imports_tensorflow(servers, unix_address):
   def inference(env_ids, env_output):
     return agent_output(action=env_ids, extra={'value': env_output[0]})
 
-  server = servers([unix_address])
-  server.bind(inference)
+  _serve_and_run_actor(servers, unix_address, [inference], ACTOR)
+
+
+def _serve_and_run_actor(servers, address, fns, actor_script):
+  """Serves `fns` on `address` and runs `actor_script` against it in a fresh interpreter."""
+  server = servers([address])
+  for fn in fns:
+    server.bind(fn)
   server.start()
-  result = subprocess.run([sys.executable, '-c', ACTOR, unix_address], cwd=REPO,
+  result = subprocess.run([sys.executable, '-c', actor_script, address], cwd=REPO,
                           capture_output=True, text=True, timeout=100)
   assert result.returncode == 0, result.stderr
   assert 'ACTOR OK' in result.stdout
@@ -139,11 +145,4 @@ def test_ml_dtypes_is_loaded_by_an_actor_only_when_a_bfloat16_value_comes(server
   def double(x):
     return x * 2
 
-  server = servers([unix_address])
-  for fn in (plus_one, to_bfloat16, double):
-    server.bind(fn)
-  server.start()
-  result = subprocess.run([sys.executable, '-c', BFLOAT16_ACTOR, unix_address], cwd=REPO,
-                          capture_output=True, text=True, timeout=100)
-  assert result.returncode == 0, result.stderr
-  assert 'ACTOR OK' in result.stdout
+  _serve_and_run_actor(servers, unix_address, [plus_one, to_bfloat16, double], BFLOAT16_ACTOR)
