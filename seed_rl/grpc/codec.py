@@ -70,8 +70,9 @@ def add_bfloat16(import_if_missing: bool = True) -> bool:
 
   Importing ml_dtypes takes about 0.6 s and 8 MB, so a TensorFlow-free actor does it only when
   it meets a bfloat16 value: this module adds it when it is first asked to encode or decode one,
-  or at import when ml_dtypes is already loaded (as it is with TensorFlow). With
-  `import_if_missing=False` it is added only if ml_dtypes is already loaded.
+  or at import when ml_dtypes is already loaded (as it is with TensorFlow); the server's binding
+  adds it for the functions it binds. With `import_if_missing=False` it is added only if
+  ml_dtypes is already loaded.
   """
   if service_pb2.DT_BFLOAT16 in DTYPE_BY_CODE:
     return True
