@@ -39,4 +39,5 @@ def test_a_learner_start_converts_no_graph_building_helper(tmp_path):
   # The inference function and the training step are converted, with the agent's functions.
   assert {'inference', 'minimize', 'compute_loss'} <= set(converted), converted
   assert not set(converted) & set(_HELPERS), converted
-  assert len(converted) <= 25, converted
+  # 22 functions in all when this test was written, against 60 when the helpers were converted.
+  assert len(converted) <= 30, converted
