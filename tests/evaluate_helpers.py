@@ -1,4 +1,5 @@
-"""Helpers of tests/test_evaluate.py: environment factories and a library-use program.
+"""Helpers of the evaluate tests: environment factories, a library-use program, and the name of
+the environment that `seed_rl.evaluate`'s environment process recreates for a run.
 
 The factories are passed to `seed_rl.evaluate` with `--create_env_fn=tests.evaluate_helpers:NAME`
 to play a CartPole policy (4 observations, 2 actions) on environments that render differently.
@@ -48,6 +49,16 @@ def create_two_action_mujoco_env(env_id: int, config: Any) -> gymnasium.Env:
   env = mujoco_env.create_environment_fn(env_id, mujoco_config)
   return _PushLeftOrRight(gymnasium.wrappers.TimeLimit(env, MUJOCO_EPISODE_STEPS))
 
+
+
+def environment_name(run: Any) -> str:
+  """The name of the environment `EnvironmentProcess` makes for `run` (in a child process)."""
+  from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
+  process = evaluation_env.EnvironmentProcess(run, seed=0)
+  try:
+    return process.wait_ready()
+  finally:
+    process.close(raise_errors=False)
 
 def main(argv: list[str]) -> None:
   from seed_rl import evaluate  # pylint: disable=g-import-not-at-top

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from seed_rl.common import progress_monitor
+from tests import evaluate_helpers
 from tests.processes import ROOT, Processes, frames_progress
 
 VTRACE_MAIN = 'seed_rl.environments.gym.vtrace_main'
@@ -374,16 +375,6 @@ def test_frame_sources_of_each_environment_family():
 ATARI_ENV_FN = 'seed_rl.environments.atari.env:create_environment'
 
 
-def _environment_name(run):
-  """The name of the environment `EnvironmentProcess` makes for `run` (in a child process)."""
-  from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
-  process = evaluation_env.EnvironmentProcess(run, seed=0)
-  try:
-    return process.wait_ready()
-  finally:
-    process.close(raise_errors=False)
-
-
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize('agent', ['vtrace', 'ppo'])
 def test_an_entry_point_whose_flags_depend_on_its_agent_recreates_the_learners_environment(
@@ -394,10 +385,10 @@ def test_an_entry_point_whose_flags_depend_on_its_agent_recreates_the_learners_e
   from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
   run = evaluation_env.RunInfo('bench.learn_atari', ATARI_ENV_FN, learner_flags=[
       f'--agent={agent}', '--game=Breakout', '--stack_size=4', '--lstm_size=0'])
-  assert _environment_name(run) == 'BreakoutNoFrameskip-v4'
+  assert evaluate_helpers.environment_name(run) == 'BreakoutNoFrameskip-v4'
   bandit = evaluation_env.RunInfo('bench.pixel_bandit', 'bench.pixel_bandit:create_environment',
                                   learner_flags=[f'--agent={agent}', '--answer_delay=2'])
-  assert _environment_name(bandit) == 'PixelBandit-v0'
+  assert evaluate_helpers.environment_name(bandit) == 'PixelBandit-v0'
 
 
 @pytest.mark.timeout(120)
@@ -405,7 +396,7 @@ def test_an_entry_point_without_the_environments_flags_is_named_in_one_line():
   from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
   run = evaluation_env.RunInfo(VTRACE_MAIN, ATARI_ENV_FN, learner_flags=['--game=Pong'])
   with pytest.raises(evaluation_env.EvaluateError) as error:
-    _environment_name(run)
+    evaluate_helpers.environment_name(run)
   assert str(error.value) == (
       f'{ATARI_ENV_FN} reads the flag --game, which {VTRACE_MAIN} does not define: pass '
       '--entry_point=MODULE, an entry point that defines the environment\'s flags (e.g. '
