@@ -22,7 +22,8 @@ flags.DEFINE_enum('network', 'impala', atari_networks.NETWORKS,
                   'impala: ImpalaDeep, as seed_rl.environments.atari.vtrace_main.')
 flags.DEFINE_float('measure_ceiling_secs', 0.,
                    'If positive, run no pipeline: time the network\'s inference and training for '
-                   'this many seconds each and print the compute-only ceiling.')
+                   'this many seconds each, then both at once as long, and print the '
+                   'compute-only ceiling.')
 
 
 def create_agent(action_space, observation_space, parametric_action_distribution):

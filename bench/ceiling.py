@@ -2,8 +2,9 @@ r"""The compute-only ceiling of an end-to-end run: its network's inference and t
 
 The learner of a SEED pipeline runs the network twice for every environment step: once in an
 inference batch (the actors' actions) and once in a training step. `bench.ceiling_measurement`
-times both on synthetic inputs of the pipeline's shapes (no environment, no RPC) and this module
-turns the two timings into the frames/s of a machine that did nothing else:
+times both on synthetic inputs of the pipeline's shapes (no environment, no RPC), one after the
+other and then at once (`bench.overlapped_compute`), and this module turns the two timings into
+the frames/s of a machine that did one thing at a time:
 
   ceiling = 1 / (inference_secs / frames_per_inference
                  + training_step_secs / frames_per_training_step)
@@ -15,10 +16,11 @@ turns the two timings into the frames/s of a machine that did nothing else:
   unrolls; R2D2: `batch_size / replay_ratio` new unrolls, each replayed `replay_ratio` times on
   average; burn-in and bootstrap steps overlap the neighbouring unrolls and are not new frames).
 
-End-to-end frames/s divided by this ceiling is the share of the network-compute bound that the
-pipeline reaches on the machine; the rest is environments, RPC and bookkeeping competing for the
-same CPUs. The bench's Atari entry points (`bench/atari_*_main.py`) measure it with
-`--measure_ceiling_secs` and print one line (`LINE_PREFIX` and JSON) that `parse_line` reads.
+The ceiling of a run is the better of that and the frames/s of the two at once. End-to-end
+frames/s divided by it is the share of the network-compute bound that the pipeline reaches on
+the machine; the rest is environments, RPC and bookkeeping competing for the same CPUs. The
+bench's Atari entry points (`bench/atari_*_main.py`) measure it with `--measure_ceiling_secs`
+and print one line (`LINE_PREFIX` and JSON) that `parse_line` reads.
 
 This module imports no TensorFlow (actors import the entry points too).
 """
@@ -79,11 +81,11 @@ def run_or_measure(argv: Sequence[str], measure_secs: float,
                    create_optimizer_fn: Callable[[int], Any], config: Any) -> None:
   """What a bench entry point's `main` does: without `measure_secs` (0) the usual learner or
   actor (`entry_point.run`); with it, no pipeline: time the agent's network for `measure_secs`
-  per part and print the `LINE_PREFIX` line.
+  per part (inference, training, both at once) and print the `LINE_PREFIX` line.
 
   Args:
     argv: the arguments left by absl (only the program name is allowed).
-    measure_secs: seconds of inference calls and seconds of training steps to time; 0: run.
+    measure_secs: seconds of each timed part; 0: run.
     create_env_fn, learner_module, create_agent_fn, create_optimizer_fn: as `entry_point.run`.
     agent_class: the name of the `LearnerAgent` class of `learner_module` (e.g. 'VTraceAgent'),
       created on `create_agent_fn` and `config` in measuring mode only.

@@ -1,7 +1,8 @@
 """Times an agent's network the way its learner runs it, without environments or RPC.
 
 `measure` builds the agent with the learner's own code (`learner_runtime`: devices, specs,
-networks; the optimizer of the entry point; `training.create_minimize`) and times:
+networks; the optimizer of the entry point; `training.create_minimize`) and times, one after the
+other:
 
 - inference: the agent's `policy` and `explore` on one batch of `inference_batch_size` rows, as
   the learner's inference function calls them (on its inference device);
@@ -10,9 +11,14 @@ networks; the optimizer of the entry point; `training.create_minimize`) and time
   priority updates, target copies) on synthetic unrolls of the learner's unroll shapes
   (`burn_in + unroll_length + 1` steps, observations as the environment gives them).
 
+Then it runs both at once, as the learner shares the machine between them
+(`bench.overlapped_compute`): one inference thread per batch that can be in flight
+(`num_envs // inference_batch_size`) beside one training thread, acting at most the unrolls the
+environments fill and the unroll queue holds ahead of training.
+
 Synthetic unrolls hold random frames and floats and zero integers (actions, done flags): the
 network's cost does not depend on the values. `bench.ceiling` turns the timings into the
-compute-only ceiling in frames/s.
+compute-only ceiling in frames/s: the better of the two ways.
 """
 
 import itertools
@@ -24,6 +30,7 @@ from typing import Any
 import tensorflow as tf
 
 from bench import ceiling
+from bench import overlapped_compute
 from seed_rl.common import devices
 from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import agent as agent_lib
@@ -117,7 +124,8 @@ def _training_call(agent: agent_lib.LearnerAgent, specs: inference.Specs,
 
 def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
             create_optimizer_fn: Callable[[int], Any], config: Any, seconds: float) -> dict:
-  """Times `agent`'s inference and training for `seconds` each, as configured by `config`.
+  """Times `agent`'s inference and training for `seconds` each, then both at once for
+  `seconds`, as configured by `config`.
 
   Args:
     agent: a new `LearnerAgent` (e.g. `VTraceAgent(create_agent, FLAGS)`).
@@ -128,8 +136,11 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
 
   Returns:
     dict with `inference_secs` (one batch), `inference_batch_size`, `frames_per_inference`,
-    `training_step_secs`, `frames_per_training_step` and `frames_per_sec` (the ceiling, see
-    `bench.ceiling`).
+    `training_step_secs`, `frames_per_training_step`, `sequential_frames_per_sec` (the two
+    one after the other, see `bench.ceiling`), `overlapped_frames_per_sec`,
+    `overlapped_training_busy`, `overlapped_inference_busy`, `inference_threads` (the two at
+    once, see `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better of the
+    two.
   """
   runtime.validate_config(config)
   agent.validate_config()
@@ -137,16 +148,29 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
   specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config)
   rows = config.inference_batch_size
   frames_per_inference = rows * config.num_action_repeats
-  frames_per_training_step = (agent.unrolls_per_iteration() * agent.unroll_length() *
-                              config.num_action_repeats)
-  inference_secs = time_calls(
-      _inference_call(agent, specs, rows, settings.inference_devices[0]), seconds)
-  training_step_secs = time_calls(
-      _training_call(agent, specs, create_optimizer_fn, settings.strategy, config,
-                     frames_per_training_step), seconds)
+  frames_per_unroll = agent.unroll_length() * config.num_action_repeats
+  frames_per_training_step = agent.unrolls_per_iteration() * frames_per_unroll
+  infer = _inference_call(agent, specs, rows, settings.inference_devices[0])
+  train = _training_call(agent, specs, create_optimizer_fn, settings.strategy, config,
+                         frames_per_training_step)
+  inference_secs = time_calls(infer, seconds)
+  training_step_secs = time_calls(train, seconds)
+  sequential = ceiling.ceiling_frames_per_sec(
+      inference_secs, frames_per_inference, training_step_secs, frames_per_training_step)
+  inference_threads = max(1, config.num_envs // rows)
+  overlapped = overlapped_compute.measure(
+      infer, train, frames_per_inference=frames_per_inference,
+      frames_per_training_step=frames_per_training_step, inference_threads=inference_threads,
+      frames_ahead=max(frames_per_inference, (config.num_envs + agent.unroll_queue_capacity()) *
+                       frames_per_unroll),
+      seconds=seconds)
   return {
       'inference_secs': inference_secs, 'inference_batch_size': rows,
       'frames_per_inference': frames_per_inference, 'training_step_secs': training_step_secs,
       'frames_per_training_step': frames_per_training_step,
-      'frames_per_sec': ceiling.ceiling_frames_per_sec(
-          inference_secs, frames_per_inference, training_step_secs, frames_per_training_step)}
+      'sequential_frames_per_sec': sequential,
+      'overlapped_frames_per_sec': overlapped.frames_per_sec,
+      'overlapped_training_busy': overlapped.training_busy,
+      'overlapped_inference_busy': overlapped.inference_busy,
+      'inference_threads': inference_threads,
+      'frames_per_sec': max(sequential, overlapped.frames_per_sec)}

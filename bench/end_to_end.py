@@ -18,21 +18,21 @@ bench's entry points (`bench/atari_vtrace_main.py`, `bench/atari_r2d2_main.py`).
 The compute-only ceiling (`bench.ceiling`) comes from the same entry point and flags, timing the
 network's inference on one batch of the pipeline's inference batch size (`--inference_batch_size`
 of the learner: max(env_batch_size, num_envs // 2) by default) and the agent's training step on
-synthetic unrolls of the pipeline's shapes, with no env and no RPC:
+synthetic unrolls of the pipeline's shapes, with no env and no RPC, first one after the other:
 
-  ceiling = 1 / (inference_secs / (inference_batch_size x num_action_repeats)
-                 + training_step_secs / (unrolls_per_training_step x unroll_length
-                                         x num_action_repeats))
+  sequential = 1 / (inference_secs / (inference_batch_size x num_action_repeats)
+                    + training_step_secs / (unrolls_per_training_step x unroll_length
+                                            x num_action_repeats))
 
 frames/s if the machine did nothing but the network's inference for the acting frames and its
 training for those same frames (R2D2 trains each unroll `replay_ratio` times on average: a step
-consumes batch_size / replay_ratio new unrolls). End-to-end / ceiling is the share of that bound
-the pipeline reaches; the ceiling runs one thing at a time and the learner overlaps inference and
-training on the same cores, so the ratio may exceed 1 on a machine with spare cores.
-
-The learner runs with the TensorFlow threads `./run_local.sh` gives it (one per op, two ops at a
-time, where the actors alone fill the cores; `TF_NUM_INTRAOP_THREADS` and
-`TF_NUM_INTEROP_THREADS` of the caller win), the ceiling with TensorFlow's default.
+consumes batch_size / replay_ratio new unrolls); then both at once, sharing the machine the way
+the learner does (`bench.overlapped_compute`: an inference thread per batch that can be in
+flight beside the training thread, acting as far ahead of training as the envs' unrolls and the
+unroll queue allow). The ceiling is the better of the two; end-to-end / ceiling is the share of
+it the pipeline reaches. The ceiling's process runs with the learner's TensorFlow threads: those
+`./run_local.sh` gives it (one per op, two ops at a time, where the actors alone fill the cores;
+`TF_NUM_INTRAOP_THREADS` and `TF_NUM_INTEROP_THREADS` of the caller win).
 
 Where the actors share the learner's cores, their env steps take CPU the ceiling does not count.
 The bench also prints the bound of cores that do both, each frame costing its share of the
@@ -152,13 +152,12 @@ def run_pipeline(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
 
 def measure_ceiling(args: argparse.Namespace, logdir: pathlib.Path, seconds: float) -> dict:
   """The compute-only ceiling of the pipeline's agent, network and flags (`bench.ceiling`),
-  measured in its own process by the bench's entry point; `seconds` per timed part. It runs
-  with TensorFlow's default threads (one per core) whatever the learner's: the network alone on
-  the whole machine."""
+  measured in its own process by the bench's entry point with the learner's TensorFlow
+  threads; `seconds` per timed part."""
   module, network_flags = entry_point(args.agent, args.network, for_ceiling=True)
   flags = learner_flags(args, logdir) + network_flags + [f'--measure_ceiling_secs={seconds}']
   with process_group.ProcessGroup(logdir, module, flags) as group:
-    process = group.start('ceiling', [], dict.fromkeys(process_group.THREAD_VARIABLES))
+    process = group.start('ceiling', [], process_group.learner_thread_env(args.num_actors))
     process.wait(timeout=_CEILING_TIMEOUT_S)
   output = (logdir / 'ceiling.log').read_text()
   result = ceiling.parse_line(output)
@@ -207,10 +206,16 @@ def main() -> None:
         f'{args.num_action_repeats}, {args.seconds:g} s measured')
   print(f'  raw env stepping, {args.num_actors} process(es): {raw["frames_per_sec"]:9.0f} frames/s')
   print(f'  end to end (actors, gRPC, inference): {end_to_end:9.0f} frames/s')
-  print(f'  compute ceiling (network only: inference {bound["inference_secs"] * 1e3:.1f} ms per '
+  print(f'  compute ceiling (network only, the better of the two below): '
+        f'{bound["frames_per_sec"]:9.0f} frames/s')
+  print(f'    one after the other (inference {bound["inference_secs"] * 1e3:.1f} ms per '
         f'{bound["inference_batch_size"]} env step(s), training step '
         f'{bound["training_step_secs"] * 1e3:.0f} ms per {bound["frames_per_training_step"]} '
-        f'frames): {bound["frames_per_sec"]:9.0f} frames/s')
+        f'frames): {bound["sequential_frames_per_sec"]:9.0f} frames/s')
+  print(f'    at once ({bound["inference_threads"]} inference thread(s) beside training; training '
+        f'busy {bound["overlapped_training_busy"]:.0%}, inference '
+        f'{bound["overlapped_inference_busy"]:.0%}): '
+        f'{bound["overlapped_frames_per_sec"]:9.0f} frames/s')
   print(f'  ratio end-to-end / raw (pipeline efficiency): '
         f'{end_to_end / raw["frames_per_sec"]:.2f}')
   print(f'  ratio end-to-end / compute ceiling: {end_to_end / bound["frames_per_sec"]:.2f}')

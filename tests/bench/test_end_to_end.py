@@ -101,6 +101,13 @@ def test_entry_points_measure_a_consistent_ceiling():
     assert result['frames_per_inference'] == 4
     assert result['frames_per_training_step'] == 2 * 2 * 4
     assert result['inference_secs'] > 0 and result['training_step_secs'] > 0
-    assert math.isfinite(result['frames_per_sec']) and result['frames_per_sec'] > 0
-    assert result['frames_per_sec'] == pytest.approx(ceiling.ceiling_frames_per_sec(
+    assert result['sequential_frames_per_sec'] == pytest.approx(ceiling.ceiling_frames_per_sec(
         result['inference_secs'], 4, result['training_step_secs'], 16), rel=1e-9)
+    # Both at once: one inference thread per batch in flight (2 envs / batches of 1).
+    assert result['inference_threads'] == 2
+    assert math.isfinite(result['overlapped_frames_per_sec'])
+    assert result['overlapped_frames_per_sec'] > 0
+    assert 0 < result['overlapped_training_busy'] <= 1
+    assert 0 < result['overlapped_inference_busy'] <= 1
+    assert result['frames_per_sec'] == max(result['sequential_frames_per_sec'],
+                                           result['overlapped_frames_per_sec'])
