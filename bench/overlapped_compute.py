@@ -10,7 +10,7 @@ runs them together on plain callables and measures the frames/s training then co
 
 The coupling: every inference call makes `frames_per_inference` frames available; the training
 thread gathers available frames until it has one step's worth, then runs the step; inference
-threads wait while `frames_ahead` frames wait to be gathered. Imports no TensorFlow.
+threads wait while `frames_ahead` frames or more wait to be gathered. Imports no TensorFlow.
 """
 
 import dataclasses

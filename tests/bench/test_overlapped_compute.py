@@ -74,6 +74,7 @@ def test_acting_runs_ahead_of_training_by_at_most_the_frames_ahead_and_the_calls
   assert acted <= (started + 1) * 100 + 40 + 3 * 10
 
 
+@pytest.mark.timeout(60)
 def test_an_error_of_a_call_stops_the_measurement_and_is_raised():
   def failing():
     raise RuntimeError('inference broke')
