@@ -145,9 +145,10 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
     dict with `inference_secs` (one batch), `inference_batch_size`, `frames_per_inference`,
     `training_step_secs`, `frames_per_training_step`, `sequential_frames_per_sec` (the two
     one after the other, see `bench.ceiling`), `overlapped_frames_per_sec`,
-    `overlapped_training_busy`, `overlapped_inference_busy`, `inference_threads` (the two at
-    once, see `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better of the
-    two.
+    `overlapped_training_busy`, `overlapped_inference_busy`,
+    `overlapped_inference_call_median_secs`, `overlapped_inference_call_p99_secs`,
+    `overlapped_inference_call_max_secs`, `inference_threads` (the two at once, see
+    `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better of the two.
   """
   runtime.validate_config(config)
   agent.validate_config()
@@ -179,5 +180,8 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
       'overlapped_frames_per_sec': overlapped.frames_per_sec,
       'overlapped_training_busy': overlapped.training_busy,
       'overlapped_inference_busy': overlapped.inference_busy,
+      'overlapped_inference_call_median_secs': overlapped.inference_call_median_secs,
+      'overlapped_inference_call_p99_secs': overlapped.inference_call_p99_secs,
+      'overlapped_inference_call_max_secs': overlapped.inference_call_max_secs,
       'inference_threads': inference_threads,
       'frames_per_sec': max(sequential, overlapped.frames_per_sec)}

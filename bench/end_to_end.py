@@ -216,6 +216,11 @@ def main() -> None:
         f'busy {bound["overlapped_training_busy"]:.0%}, inference '
         f'{bound["overlapped_inference_busy"]:.0%}): '
         f'{bound["overlapped_frames_per_sec"]:9.0f} frames/s')
+  print(f'      an inference call at once: median '
+        f'{bound["overlapped_inference_call_median_secs"] * 1e3:.1f} ms, 99th percentile '
+        f'{bound["overlapped_inference_call_p99_secs"] * 1e3:.1f} ms, longest '
+        f'{bound["overlapped_inference_call_max_secs"] * 1e3:.1f} ms (alone '
+        f'{bound["inference_secs"] * 1e3:.1f} ms)')
   print(f'  ratio end-to-end / raw (pipeline efficiency): '
         f'{end_to_end / raw["frames_per_sec"]:.2f}')
   print(f'  ratio end-to-end / compute ceiling: {end_to_end / bound["frames_per_sec"]:.2f}')

@@ -14,6 +14,7 @@ threads wait while `frames_ahead` frames or more wait to be gathered. Imports no
 """
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -36,11 +37,18 @@ class OverlappedRun:
       training is the bottleneck; lower: it waited for acting).
     inference_busy: share of that time each inference thread spent in calls, on average.
     training_steps: training steps timed.
+    inference_call_median_secs, inference_call_p99_secs, inference_call_max_secs: how long the
+      inference calls that ended in that time took: a call that waits for the training step's
+      work (e.g. for threads TensorFlow shares between them) shows in the tail, where the
+      actors of a pipeline wait for their actions.
   """
   frames_per_sec: float
   training_busy: float
   inference_busy: float
   training_steps: int
+  inference_call_median_secs: float
+  inference_call_p99_secs: float
+  inference_call_max_secs: float
 
 
 class _Coupling:
@@ -106,6 +114,12 @@ def _training_loop(coupling: _Coupling, train: Callable[[], Any], frames_per_tra
     coupling.stop(e)
 
 
+def _quantile(values: list[float], q: float) -> float:
+  """The `q`-quantile of `values` (not empty), nearest rank."""
+  ordered = sorted(values)
+  return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
 def _busy_share(intervals: list[tuple[float, float]], start: float, end: float) -> float:
   """Share of [start, end] covered by the (disjoint) intervals."""
   covered = sum(max(0., min(b, end) - max(a, start)) for a, b in intervals)
@@ -160,9 +174,14 @@ def measure(infer: Callable[[], Any], train: Callable[[], Any], *, frames_per_in
   ends = [end for _, end in training_busy if end >= window_start]
   first, last = ends[0], ends[-1]
   steps = len(ends) - 1  # The steps completed after the first one's end.
+  calls = [end - start for busy in inference_busy for start, end in busy
+           if first <= end <= last] or [0.]
   return OverlappedRun(
       frames_per_sec=steps * frames_per_training_step / (last - first),
       training_busy=_busy_share(training_busy, first, last),
       inference_busy=sum(_busy_share(busy, first, last)
                          for busy in inference_busy) / inference_threads,
-      training_steps=steps)
+      training_steps=steps,
+      inference_call_median_secs=_quantile(calls, 0.5),
+      inference_call_p99_secs=_quantile(calls, 0.99),
+      inference_call_max_secs=max(calls))

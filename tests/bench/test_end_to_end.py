@@ -109,5 +109,8 @@ def test_entry_points_measure_a_consistent_ceiling():
     assert result['overlapped_frames_per_sec'] > 0
     assert 0 < result['overlapped_training_busy'] <= 1
     assert 0 < result['overlapped_inference_busy'] <= 1
+    assert 0 < result['overlapped_inference_call_median_secs'] <= (
+        result['overlapped_inference_call_p99_secs']) <= (
+            result['overlapped_inference_call_max_secs'])
     assert result['frames_per_sec'] == max(result['sequential_frames_per_sec'],
                                            result['overlapped_frames_per_sec'])
