@@ -5,8 +5,8 @@ networks; the optimizer of the entry point; `training.create_minimize`) and time
 other:
 
 - inference: the agent's `policy` and `explore` on one batch of `inference_batch_size` rows, as
-  the learner's inference function calls them (on its inference device), called as the
-  learner's server calls that function;
+  the learner's inference function calls them (on its inference device), through the path the
+  learner's server calls that function by (`seed_rl.grpc.binding`);
 - training: the agent's own `training_step` (V-trace: one optimizer step on a batch; R2D2: replay
   insertion and prioritized sampling, the double-Q loss of the online and target networks,
   priority updates, target copies) on synthetic unrolls of the learner's unroll shapes

@@ -29,7 +29,8 @@ training for those same frames (R2D2 trains each unroll `replay_ratio` times on 
 consumes batch_size / replay_ratio new unrolls); then both at once, sharing the machine the way
 the learner does (`bench.overlapped_compute`: an inference thread per batch that can be in
 flight beside the training thread, acting as far ahead of training as the envs' unrolls and the
-unroll queue allow). The ceiling is the better of the two; end-to-end / ceiling is the share of
+unroll queue allow; it also reports how long inference calls took beside training, the wait an
+actor would see). The ceiling is the better of the two; end-to-end / ceiling is the share of
 it the pipeline reaches. The ceiling's process runs with the learner's TensorFlow threads: those
 `./run_local.sh` gives it (one per op, two ops at a time, where the actors alone fill the cores;
 `TF_NUM_INTRAOP_THREADS` and `TF_NUM_INTEROP_THREADS` of the caller win).
