@@ -69,6 +69,32 @@ def shared_cores_frames_per_sec(compute_frames_per_sec: float,
   return 1. / (1. / compute_frames_per_sec + 1. / raw_env_frames_per_sec)
 
 
+def cpu_time_frames_per_sec(cores: float, compute_frames_per_sec: float,
+                            compute_cores_busy: float, raw_env_frames_per_sec: float,
+                            env_cores_busy: float) -> float:
+  """Frames/s of `cores` cores if each frame cost only the CPU time its share of the network's
+  compute and of a raw env step took when each was measured alone, at most the compute's own
+  rate.
+
+  `shared_cores_frames_per_sec` counts wall time and so assumes both measurements filled every
+  core; this counts CPU time (`cores_busy` CPU seconds per second at the measured rate), so a
+  compute that leaves cores idle, e.g. a training step on one thread, leaves that time to the
+  envs. The bound no pipeline on these cores can pass while the compute and the env steps cost
+  it what they cost alone.
+
+  Raises:
+    ValueError: a rate, a busy share or `cores` is not positive.
+  """
+  if min(cores, compute_frames_per_sec, compute_cores_busy, raw_env_frames_per_sec,
+         env_cores_busy) <= 0:
+    raise ValueError(f'cores, rates and busy shares must be positive, got {cores}, '
+                     f'{compute_frames_per_sec}, {compute_cores_busy}, '
+                     f'{raw_env_frames_per_sec}, {env_cores_busy}')
+  cpu_secs_per_frame = (compute_cores_busy / compute_frames_per_sec +
+                        env_cores_busy / raw_env_frames_per_sec)
+  return min(compute_frames_per_sec, cores / cpu_secs_per_frame)
+
+
 def parse_line(text: str) -> Optional[dict]:
   """The measurement of the last `LINE_PREFIX` line of `text` (a process's output), or None."""
   lines = [line for line in text.splitlines() if line.startswith(LINE_PREFIX)]

@@ -147,8 +147,9 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
     one after the other, see `bench.ceiling`), `overlapped_frames_per_sec`,
     `overlapped_training_busy`, `overlapped_inference_busy`,
     `overlapped_inference_call_median_secs`, `overlapped_inference_call_p99_secs`,
-    `overlapped_inference_call_max_secs`, `inference_threads` (the two at once, see
-    `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better of the two.
+    `overlapped_inference_call_max_secs`, `overlapped_cores_busy`, `inference_threads` (the
+    two at once, see `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better
+    of the two.
   """
   runtime.validate_config(config)
   agent.validate_config()
@@ -183,5 +184,6 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
       'overlapped_inference_call_median_secs': overlapped.inference_call_median_secs,
       'overlapped_inference_call_p99_secs': overlapped.inference_call_p99_secs,
       'overlapped_inference_call_max_secs': overlapped.inference_call_max_secs,
+      'overlapped_cores_busy': overlapped.cores_busy,
       'inference_threads': inference_threads,
       'frames_per_sec': max(sequential, overlapped.frames_per_sec)}

@@ -41,6 +41,9 @@ class OverlappedRun:
       inference calls that ended in that time took: a call that waits for the training step's
       work (e.g. for threads TensorFlow shares between them) shows in the tail, where the
       actors of a pipeline wait for their actions.
+    cores_busy: CPU seconds the process (all its threads) used per second in that time: how
+      many of the machine's cores the compute kept busy; over `frames_per_sec`, the CPU time
+      one frame's compute costs.
   """
   frames_per_sec: float
   training_busy: float
@@ -49,6 +52,7 @@ class OverlappedRun:
   inference_call_median_secs: float
   inference_call_p99_secs: float
   inference_call_max_secs: float
+  cores_busy: float
 
 
 class _Coupling:
@@ -94,7 +98,7 @@ def _inference_loop(coupling: _Coupling, infer: Callable[[], Any], frames_per_in
 
 
 def _training_loop(coupling: _Coupling, train: Callable[[], Any], frames_per_training_step: int,
-                   busy: list[tuple[float, float]]) -> None:
+                   busy: list[tuple[float, float]], cpu_at_ends: list[float]) -> None:
   try:
     condition = coupling.condition
     while True:
@@ -110,6 +114,7 @@ def _training_loop(coupling: _Coupling, train: Callable[[], Any], frames_per_tra
           gathered += taken
           condition.notify_all()
       busy.append(_timed(train))
+      cpu_at_ends.append(time.process_time())
   except BaseException as e:  # pylint: disable=broad-except
     coupling.stop(e)
 
@@ -147,13 +152,13 @@ def measure(infer: Callable[[], Any], train: Callable[[], Any], *, frames_per_in
                      f'{frames_per_inference} frames')
   coupling = _Coupling(frames_ahead)
   inference_busy = [[] for _ in range(inference_threads)]
-  training_busy = []
+  training_busy, training_cpu_at_ends = [], []
   threads = [threading.Thread(target=_inference_loop, daemon=True,
                               args=(coupling, infer, frames_per_inference, busy))
              for busy in inference_busy]
   threads.append(threading.Thread(target=_training_loop, daemon=True,
                                   args=(coupling, train, frames_per_training_step,
-                                        training_busy)))
+                                        training_busy, training_cpu_at_ends)))
   for thread in threads:
     thread.start()
   try:
@@ -171,9 +176,9 @@ def measure(infer: Callable[[], Any], train: Callable[[], Any], *, frames_per_in
       thread.join(_JOIN_TIMEOUT_S)
   if coupling.error is not None:
     raise coupling.error
-  ends = [end for _, end in training_busy if end >= window_start]
-  first, last = ends[0], ends[-1]
-  steps = len(ends) - 1  # The steps completed after the first one's end.
+  timed_steps = [i for i, (_, end) in enumerate(training_busy) if end >= window_start]
+  first, last = training_busy[timed_steps[0]][1], training_busy[timed_steps[-1]][1]
+  steps = len(timed_steps) - 1  # The steps completed after the first one's end.
   calls = [end - start for busy in inference_busy for start, end in busy
            if first <= end <= last] or [0.]
   return OverlappedRun(
@@ -184,4 +189,6 @@ def measure(infer: Callable[[], Any], train: Callable[[], Any], *, frames_per_in
       training_steps=steps,
       inference_call_median_secs=_quantile(calls, 0.5),
       inference_call_p99_secs=_quantile(calls, 0.99),
-      inference_call_max_secs=max(calls))
+      inference_call_max_secs=max(calls),
+      cores_busy=(training_cpu_at_ends[timed_steps[-1]] -
+                  training_cpu_at_ends[timed_steps[0]]) / (last - first))

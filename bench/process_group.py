@@ -36,6 +36,19 @@ def peak_rss_mb(pid: int) -> float:
     return float('nan')
 
 
+def cpu_seconds(pid: int) -> float:
+  """CPU time (user and system, all threads) a live process has used so far, or NaN once it is
+  gone: its difference over a window and the window's length give the cores it kept busy."""
+  try:
+    with open(f'/proc/{pid}/stat') as stat:
+      # The command's name, in parentheses, may hold spaces; utime and stime are fields 14 and
+      # 15 of proc(5), the 12th and 13th after it.
+      fields = stat.read().rsplit(')', 1)[1].split()
+  except OSError:
+    return float('nan')
+  return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def run_in_logdir(logdir: Optional[str], run: Callable[[pathlib.Path], Any]) -> Any:
   """`run(path)` in `logdir`, a new directory that keeps the logs, or in a temporary one."""
   if logdir:

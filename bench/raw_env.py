@@ -32,6 +32,7 @@ def _worker(create_env_fn: Callable[[int, Any], Any], config: Any,
     env.reset(seed=env_id)
     barrier.wait(timeout=_STARTUP_TIMEOUT_S)
     steps = 0
+    cpu_start = time.process_time()
     start = time.perf_counter()
     deadline = start + seconds
     while True:
@@ -44,11 +45,12 @@ def _worker(create_env_fn: Callable[[int, Any], Any], config: Any,
       now = time.perf_counter()
       if now >= deadline:
         break
+    cores_busy = (time.process_time() - cpu_start) / (now - start)
     env.close()
-    results.put((env_id, steps, now - start, None))
+    results.put((env_id, steps, now - start, cores_busy, None))
   except Exception as e:  # noqa: BLE001  (reported to the parent)
     barrier.abort()  # Release the other workers instead of a timeout.
-    results.put((env_id, 0, 0.0, f'{type(e).__name__}: {e}'))
+    results.put((env_id, 0, 0.0, 0.0, f'{type(e).__name__}: {e}'))
 
 
 def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
@@ -67,7 +69,9 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
 
   Returns:
     dict with `steps_per_sec` and `frames_per_sec` (sums over processes of
-    each process's own rate), `num_processes` and `seconds`.
+    each process's own rate), `cores_busy` (the sum of each process's CPU
+    seconds per second of stepping: below `num_processes` where the processes
+    wait for a core), `num_processes` and `seconds`.
 
   Raises:
     ValueError: on non-positive `num_processes` or `seconds`.
@@ -89,15 +93,17 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
   for w in workers:
     w.start()
   rates = []
+  cores_busy = []
   errors = []
   try:
     for _ in workers:
-      env_id, steps, elapsed, error = results.get(
+      env_id, steps, elapsed, cores, error = results.get(
           timeout=_STARTUP_TIMEOUT_S + seconds + 30)
       if error:
         errors.append(f'worker {env_id}: {error}')
       else:
         rates.append(steps / elapsed)
+        cores_busy.append(cores)
   finally:
     for w in workers:
       w.join(timeout=10)
@@ -111,6 +117,7 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
   return {
       'steps_per_sec': steps_per_sec,
       'frames_per_sec': steps_per_sec * repeats,
+      'cores_busy': float(np.sum(cores_busy)),
       'num_processes': num_processes,
       'seconds': seconds,
   }

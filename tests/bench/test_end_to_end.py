@@ -2,6 +2,7 @@
 the bench's entry points with the minimal network and tiny shapes, and the command line."""
 
 import math
+import os
 import subprocess
 import sys
 
@@ -32,6 +33,22 @@ def test_shared_cores_add_the_per_frame_costs_of_compute_and_env_steps():
   for bad in [(0., 37_000.), (14_500., -1.)]:
     with pytest.raises(ValueError):
       ceiling.shared_cores_frames_per_sec(*bad)
+
+
+def test_cpu_time_bound_adds_the_cpu_time_of_compute_and_env_steps_per_frame():
+  # On 2 cores: compute of 10,000 frames/s keeping 1.5 cores busy (150 µs of CPU per frame) and
+  # env steps of 30,000 frames/s keeping 2 busy (66.7 µs): 2 / 216.7 µs.
+  assert ceiling.cpu_time_frames_per_sec(2, 10_000., 1.5, 30_000., 2.) == pytest.approx(
+      2 / (1.5 / 10_000 + 2 / 30_000), rel=1e-12)
+  # Both measured filling the cores: the wall-time bound.
+  assert ceiling.cpu_time_frames_per_sec(2, 14_500., 2., 37_000., 2.) == pytest.approx(
+      ceiling.shared_cores_frames_per_sec(14_500., 37_000.), rel=1e-12)
+  # Never above the compute's own rate, however little CPU it takes.
+  assert ceiling.cpu_time_frames_per_sec(2, 10_000., 0.1, 1e9, 1.) == 10_000.
+  for bad in [(0, 1., 1., 1., 1.), (2, 0., 1., 1., 1.), (2, 1., 0., 1., 1.), (2, 1., 1., -1., 1.),
+              (2, 1., 1., 1., 0.)]:
+    with pytest.raises(ValueError):
+      ceiling.cpu_time_frames_per_sec(*bad)
 
 
 def test_parse_line_reads_the_last_measurement():
@@ -112,5 +129,6 @@ def test_entry_points_measure_a_consistent_ceiling():
     assert 0 < result['overlapped_inference_call_median_secs'] <= (
         result['overlapped_inference_call_p99_secs']) <= (
             result['overlapped_inference_call_max_secs'])
+    assert 0 < result['overlapped_cores_busy'] < len(os.sched_getaffinity(0)) + 0.5
     assert result['frames_per_sec'] == max(result['sequential_frames_per_sec'],
                                            result['overlapped_frames_per_sec'])

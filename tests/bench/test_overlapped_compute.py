@@ -104,6 +104,26 @@ def test_inference_calls_that_wait_for_the_training_step_show_in_the_tail(shared
     assert run.inference_call_max_secs < 0.035
 
 
+@pytest.mark.parametrize('training_computes', [False, True])
+@pytest.mark.timeout(60)
+def test_cores_busy_count_the_cpu_time_of_the_calls(training_computes):
+  # Sleeping calls keep no core busy; a training step that computes in Python for 20 ms keeps
+  # one busy most of the time (the GIL lets it use one at most).
+  def spin():
+    end = time.perf_counter() + 0.02
+    while time.perf_counter() < end:
+      pass
+
+  run = overlapped_compute.measure(
+      _sleeper(0.002), spin if training_computes else _sleeper(0.02), frames_per_inference=10,
+      frames_per_training_step=100, inference_threads=2, frames_ahead=1000, seconds=0.6,
+      warmup_secs=0.1)
+  if training_computes:
+    assert 0.5 < run.cores_busy < 1.2
+  else:
+    assert run.cores_busy < 0.2
+
+
 @pytest.mark.timeout(60)
 def test_an_error_of_a_call_stops_the_measurement_and_is_raised():
   def failing():

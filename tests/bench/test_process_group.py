@@ -1,6 +1,7 @@
 """bench/process_group.py: a benchmark stopped with SIGTERM leaves no process behind; the
 environment variables and TensorFlow thread settings its processes get."""
 
+import math
 import os
 import re
 import signal
@@ -88,3 +89,21 @@ def test_learner_threads_are_those_run_local_sets():
   # Set where the actors alone fill the cores (nproc counts the cores this process may use).
   assert '[ "$(nproc)" -le "$NUM_ACTORS" ]' in script
   assert all(f'${{{name}:-}}' in script for name in process_group.THREAD_VARIABLES)
+
+
+@pytest.mark.timeout(60)
+def test_cpu_seconds_count_what_a_process_computes_not_what_it_sleeps():
+  # Computes for 0.6 s, says so, then sleeps.
+  child = subprocess.Popen(
+      [sys.executable, '-c', 'import time\nend = time.time() + 0.6\nwhile time.time() < end: '
+       'pass\nprint("computed", flush=True)\ntime.sleep(60)'], stdout=subprocess.PIPE, text=True)
+  try:
+    assert child.stdout.readline().strip() == 'computed'
+    computed = process_group.cpu_seconds(child.pid)
+    assert computed >= 0.5
+    time.sleep(0.5)
+    assert process_group.cpu_seconds(child.pid) - computed < 0.1
+  finally:
+    child.kill()
+    child.wait()
+  assert math.isnan(process_group.cpu_seconds(child.pid))
