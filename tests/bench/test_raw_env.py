@@ -14,8 +14,9 @@ def test_stepping_processes_report_their_rate_and_the_cores_they_kept_busy():
   result = raw_env.raw_env_frames_per_sec(gym_env.create_environment, config, 1, 0.5)
   assert result['steps_per_sec'] > 100
   assert result['frames_per_sec'] == 2 * result['steps_per_sec']
-  # Stepping does nothing but compute, in one thread.
-  assert 0.3 < result['cores_busy'] < 1.2
+  # Stepping does nothing but compute, in one thread: at most one core, and most of it unless
+  # the machine is busy with other work.
+  assert 0.1 < result['cores_busy'] < 1.2
 
 
 @pytest.mark.timeout(120)
