@@ -29,6 +29,9 @@ AGENT_DEFAULTS = {'sac': dict(frame_budget=200000, target=3000, num_actors=1, en
                   'ppo': dict(frame_budget=1000000, target=1500, num_actors=2,
                               env_batch_size=16)}
 _PROGRESS = re.compile(r'Progress: (\d+)/')
+# SAC flags the command line may override; by default sac_main's own (its single-machine ones).
+_SAC_FLAGS = ('batch_size', 'replay_ratio', 'learning_rate', 'polyak', 'entropy_cost',
+              'target_entropy', 'mlp_size')
 
 
 def _episodes(log_text: str) -> list:
@@ -48,13 +51,9 @@ def _flags(args: argparse.Namespace, logdir: pathlib.Path) -> list:
             f'--env_batch_size={args.env_batch_size}', f'--inference_batch_size={num_envs}',
             f'--total_environment_frames={int(args.frame_budget)}',
             '--save_checkpoint_secs=100000', f'--seed={args.seed}']
-  if args.agent == 'ppo':  # The entry point's defaults and ppo.gin.
-    return common
-  return common + [
-      f'--batch_size={args.batch_size}', f'--replay_ratio={args.replay_ratio}',
-      f'--learning_rate={args.learning_rate}', f'--polyak={args.polyak}',
-      f'--entropy_cost={args.entropy_cost}', f'--target_entropy={args.target_entropy}',
-      f'--mlp_size={args.mlp_size}']
+  # The entry point's defaults (and ppo.gin for PPO), except for what was given.
+  overrides = {name: getattr(args, name) for name in _SAC_FLAGS} if args.agent == 'sac' else {}
+  return common + [f'--{name}={value}' for name, value in overrides.items() if value is not None]
 
 
 def _first_reached(episodes: list, window: int, target: float):
@@ -105,25 +104,25 @@ def main() -> None:
   parser.add_argument('--window', type=int, default=5)
   parser.add_argument('--num_actors', type=int, default=None)
   parser.add_argument('--env_batch_size', type=int, default=None)
-  parser.add_argument('--replay_ratio', type=float, default=256)
-  parser.add_argument('--learning_rate', type=float, default=3e-4)
-  parser.add_argument('--polyak', type=float, default=0.995)
-  parser.add_argument('--entropy_cost', type=float, default=0.1)
-  parser.add_argument('--target_entropy', type=float, default=-6)
-  parser.add_argument('--mlp_size', type=int, default=256)
+  parser.add_argument('--replay_ratio', type=float)
+  parser.add_argument('--learning_rate', type=float)
+  parser.add_argument('--polyak', type=float)
+  parser.add_argument('--entropy_cost', type=float)
+  parser.add_argument('--target_entropy', type=float)
+  parser.add_argument('--mlp_size', type=int)
   parser.add_argument('--seed', type=int, default=0)
   parser.add_argument('--logdir', default=None,
                       help='New directory that keeps the logs (default: a temporary one).')
-  parser.add_argument('--batch_size', type=int, default=256, help='SAC only.')
+  parser.add_argument('--batch_size', type=int)
   args = parser.parse_args()
   for name, value in AGENT_DEFAULTS[args.agent].items():
     if getattr(args, name) is None:
       setattr(args, name, value)
 
   result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
-  settings = ('ppo.gin and ppo_main\'s defaults' if args.agent == 'ppo' else
-              f'batch {args.batch_size}, replay ratio {args.replay_ratio:g}, lr '
-              f'{args.learning_rate:g}, polyak {args.polyak:g}, MLP 2 x {args.mlp_size}')
+  given = [f'--{name}={getattr(args, name)}' for name in _SAC_FLAGS
+           if args.agent == 'sac' and getattr(args, name) is not None]
+  settings = f'{args.agent}_main\'s defaults' + (f' with {" ".join(given)}' if given else '')
   print(f'mujoco {args.agent} on {args.env_name}: {args.num_actors} actor(s) x '
         f'{args.env_batch_size} env(s), {settings}')
   episodes = result['episodes']

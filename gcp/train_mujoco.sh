@@ -33,6 +33,7 @@ case "$AGENT" in
       --replay_ratio=4
       --discounting=0.99
       --polyak=0.995
+      --entropy_cost=0.01
       --target_entropy=-6
       --total_environment_frames=3e6
     );;

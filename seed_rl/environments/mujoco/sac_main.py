@@ -3,7 +3,7 @@ r"""SAC on MuJoCo (and the toy environments): learner or actor by --run_mode.
   python -m seed_rl.environments.mujoco.sac_main --run_mode=learner --env_name=HalfCheetah-v5
   python -m seed_rl.environments.mujoco.sac_main --run_mode=actor --task=0
 
-or everything at once: `./run_local.sh mujoco sac 4`. With `--her_window_length` the learner
+or everything at once: `./run_local.sh mujoco sac 1 4`. With `--her_window_length` the learner
 replays with hindsight goals (a GoalEnv such as `--env_name=bit_flip`). The original's
 sac_main imported a module that never existed; this one runs. Actors import no TensorFlow: the
 network and the optimizer import it when the learner calls them.
@@ -32,6 +32,16 @@ flags.DEFINE_integer('lstm_size', 256, 'Units of each LSTM layer.')
 flags.DEFINE_bool('normalize_observations', False,
                   'Normalize the observations with running mean and std (updated by the '
                   'training batches).')
+
+# The SAC learner's defaults are the original's, sized for a cluster (a gradient step per 64
+# environment steps, a budget of 1e9 frames). These train HalfCheetah-v5 on one machine within a
+# budget that ends, as the SAC paper does: one gradient step of 256 transitions per environment
+# step, targets updated with tau 0.005 and the entropy cost adapted towards minus HalfCheetah's 6
+# action dimensions (set --target_entropy for other action spaces). docs/tuning.md has what they
+# reach; gcp/train_mujoco.sh passes the cluster's values.
+for name, value in [('replay_ratio', 256.), ('polyak', 0.995), ('entropy_cost', 0.1),
+                    ('target_entropy', -6.), ('total_environment_frames', 2e5)]:
+  FLAGS.set_default(name, value)
 
 
 def create_agent(unused_action_space: Any, unused_observation_space: Any,
