@@ -74,7 +74,7 @@ AGENT_DEFAULTS = {
 }
 # The V-trace entry point's way of training (IMPALA's) with a smaller batch: one optimizer step
 # on each batch of 4 unrolls of 20, no clipping, values in reward units; V-trace's lambda 1. It
-# did not reach +15 on Pong here (README); `bench/pixel_bandit.py` trains V-trace this way.
+# did not reach +15 on Pong here (docs/tuning.md); `bench/pixel_bandit.py` trains V-trace this way.
 VTRACE_ENTRY_POINT_TRAINING = dict(unroll_length=20, batch_size=4, batches_per_step=1,
                                    epochs_per_step=1, learning_rate=6e-4, adam_epsilon=3.125e-7,
                                    clip_norm=0., lambda_=1., popart=False)

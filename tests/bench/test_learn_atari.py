@@ -20,8 +20,8 @@ def test_the_v_trace_learner_trains_on_ppos_batches_by_default(tmp_path):
 
 
 def test_the_v_trace_learner_takes_its_entry_points_setting_on_request(tmp_path):
-  """The setting README names for the V-trace learner's runs before the bench's defaults
-  changed: one optimizer step per batch of unrolls of 20, values unnormalized."""
+  """The V-trace entry point's way of training (docs/tuning.md), on request: one optimizer
+  step per batch of unrolls of 20, values unnormalized."""
   args = learn_atari.parse_args(
       ['--unroll_length', '20', '--batches_per_step', '1', '--epochs_per_step', '1',
        '--learning_rate', '6e-4', '--adam_epsilon', '3.125e-7', '--clip_norm', '0',

@@ -24,13 +24,11 @@ flags.DEFINE_float('adam_epsilon', 1e-3, 'Adam epsilon.')
 flags.DEFINE_list('mlp_sizes', ['64'], 'Hidden layer sizes of the MLP torso.')
 flags.DEFINE_integer('lstm_size', 64, 'Units of the LSTM (0: none, a feed-forward Q-network).')
 
-# The learner's defaults are the original's, sized for Atari; these suit classic control,
-# measured on CartPole-v1 with 2 actors x 8 envs over several seeds (README, "The classic-control
-# defaults"): a target network copied every 50 steps, milder exploration than Ape-X's 0.4 with
-# 16 environments, a learning rate decaying to 0 over the budget, 10-step returns (with 3,
-# greedy CartPole policies stalled at 150-400 for hundreds of thousands of frames) and a replay
-# of 10,000 unrolls, 40% of the budget (with 2,000, a policy that had held 500 fell back to 230,
-# likely forgetting how episodes fail once its replay held little else).
+# The learner's defaults are the original's, sized for Atari; these suit classic control
+# (docs/tuning.md has the settings compared): a target network copied every 50 steps, milder
+# exploration than Ape-X's 0.4 with 16 environments, a learning rate decaying to 0 over the
+# budget, 10-step returns (they carry a pole lost far ahead to the Q-values sooner) and a replay
+# of 10,000 unrolls, 40% of the budget (a smaller one forgets how episodes fail).
 for name, value in [('unroll_length', 20), ('burn_in', 10), ('batch_size', 32),
                     ('replay_ratio', 4.), ('replay_buffer_size', 10000),
                     ('replay_buffer_min_size', 100), ('update_target_every_n_step', 50),

@@ -32,18 +32,11 @@ flags.DEFINE_float('action_ratio', 30., 'Ratio between the largest and the small
                    'action of the log discretization.')
 
 # The learner's defaults are the original's, sized for Atari and DMLab; these suit classic
-# control tasks, measured on CartPole-v1 with 2 actors x 8 envs over 3 seeds (README, "The
-# classic-control defaults"): many small steps (4 unrolls of 10 steps: about 12,500 gradient
-# steps in 500k frames, against 1,560 with the former 16 x 20, whose mean return stalled near
-# 250), a small entropy bonus, V-trace's lambda 0.95 (of 8 seeds, all held 500 over the last
-# 100k frames; with the original's 1, 7 of 8), a learning rate decaying to 0 over the
-# budget so that the policy stays where it got, and rewards scaled by 0.1 in the loss. Unscaled,
-# the values start at 0 against returns of -100 (Acrobot) or up to 100 (CartPole, discounted):
-# the first advantages are large and of one sign, and on Acrobot the policy became
-# deterministic (entropy 0.0002 nats) by the time the value reached -100, at 9,000 frames, and
-# never learned. Scaled, the value reached its level at 5,000 frames with the entropy still at
-# 0.25: Acrobot learns as PPO does, and CartPole reaches 475 2.5-4x sooner (README, "The
-# classic-control defaults").
+# control (docs/tuning.md has the settings compared): many small gradient steps, a small entropy
+# bonus, lambda 0.95 for lower-variance targets, a learning rate decaying to 0 so that the policy
+# stays where it got, and rewards scaled by 0.1 in the loss, so that the first advantages (values
+# start at 0 against returns far from it) do not make the policy deterministic before it has
+# found the goal.
 for name, value in [('unroll_length', 10), ('batch_size', 4), ('entropy_cost', 0.001),
                     ('lambda_', 0.95), ('lr_decay_multiplier', 0.), ('reward_scaling', 0.1),
                     ('total_environment_frames', 5e5)]:
