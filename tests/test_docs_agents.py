@@ -2,9 +2,9 @@
 
 The "Bring your own agent" example must be the agent that
 `tests/common/learner_runtime/test_custom_agent.py` trains, and every default in the page's flag
-tables must be the default the flag modules define. Each flag module is imported in a process
-of its own, because agents' flag modules that are imported together share flags and set each
-other's defaults.
+tables (and every `--flag=value` of its entry points table) must be the default the code
+defines. Each module is imported in a process of its own, because agents' flag modules that are
+imported together share flags and set each other's defaults.
 """
 
 import ast
@@ -126,6 +126,20 @@ def test_documented_defaults_are_the_flags_defaults(heading):
   assert rows[0][:2] == ['flag', 'default'], rows[0]
   found = mismatches(rows[2:], 1, module_defaults(SECTION_MODULES[heading]))
   assert not found, '\n'.join(found)
+
+
+def test_entry_points_table_gives_each_entry_points_defaults():
+  rows = table_rows(section('## Entry points'))
+  assert rows[0][0] == 'entry point', rows[0]
+  for row in rows[2:]:
+    module = 'seed_rl.environments.' + row[0].strip('`')
+    defaults = module_defaults(module)
+    for span in re.findall(r'`(--[^`]*)`', ' '.join(row)):
+      for flag, documented in re.findall(r'--(\w+)=(\S*)', span):
+        default = defaults[flag]
+        if isinstance(default, list):
+          default = ','.join(default)
+        assert matches(documented, default), f'{module}: --{flag}={documented}, defined {default!r}'
 
 
 def test_shared_learner_flags_table_gives_each_agents_defaults():
