@@ -1,0 +1,92 @@
+"""Reads the reference pages in docs/ for tests that hold them to the code they describe.
+
+A page's flag tables (`| flag | default | ... |` rows) are compared with the defaults the code
+defines, read by importing a module in a process of its own: agents' flag modules that are
+imported together share flags and set each other's defaults.
+"""
+
+import functools
+import json
+import math
+import re
+import subprocess
+import sys
+from typing import Any, Dict, List
+
+from tests.processes import ROOT
+
+DOCS = ROOT / 'docs'
+
+_PRINT_DEFAULTS = ('import importlib, json, sys\n'
+                   'from absl import flags\n'
+                   'importlib.import_module(sys.argv[1])\n'
+                   'print(json.dumps({name: flags.FLAGS[name].default for name in flags.FLAGS},'
+                   ' default=str))\n')
+
+
+def section(page: str, heading: str) -> str:
+  """The text of `docs/<page>` from `heading` to the next `## ` heading."""
+  text = (DOCS / page).read_text()
+  start = text.index(f'\n{heading}\n')
+  end = text.find('\n## ', start + 1)
+  return text[start:end if end != -1 else len(text)]
+
+
+def table_rows(text: str) -> List[List[str]]:
+  """The cells of every table row of `text` (header and separator rows included)."""
+  return [[cell.strip() for cell in re.split(r'(?<!\\)\|', line.strip()[1:-1])]
+          for line in text.splitlines() if line.startswith('|')]
+
+
+def flag_names(cell: str) -> List[str]:
+  """The flags named in a table's first cell, leaving out parenthetical aliases."""
+  return re.findall(r'`--(\w+)`', re.sub(r'\(.*?\)', '', cell))
+
+
+def documented_values(cell: str, count: int) -> List[str]:
+  """`count` values of a default cell: '4, 1' or '0 / 0 / 1', one value standing for all."""
+  values = re.split(r' / |, ', re.sub(r'\s*\(.*\)$', '', cell).strip())
+  if len(values) == 1:
+    values *= count
+  assert len(values) == count, f'{count} defaults expected in {cell!r}'
+  return [value.strip('`') for value in values]
+
+
+def matches(documented: str, default: Any) -> bool:
+  """Whether a documented default ('none', 'empty', 'true', '1e9', 'Pong') is `default`."""
+  if documented == default:
+    return True
+  if documented == 'none':
+    return default in (None, [])
+  if documented == 'empty':
+    return default == ''
+  if documented in ('true', 'false'):
+    return default is (documented == 'true')
+  if isinstance(default, (int, float)) and not isinstance(default, bool):
+    return math.isclose(float(documented), default)
+  return documented == default
+
+
+@functools.lru_cache(maxsize=None)
+def module_defaults(module: str) -> Dict[str, Any]:
+  """The default of every absl flag once `module` is imported, read in a process of its own
+  (once per test session: several pages document the same entry points)."""
+  output = subprocess.run([sys.executable, '-c', _PRINT_DEFAULTS, module], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+  return json.loads(output)
+
+
+def mismatches(rows: List[List[str]], column: int, defaults: Dict[str, Any]) -> List[str]:
+  """'--flag: documented ..., defined ...' for each default of `column` that the code contradicts.
+
+  Rows that name no flag in their first cell, and empty or 'not read' cells, are left out.
+  """
+  found = []
+  for row in rows:
+    names = flag_names(row[0])
+    if not names or not row[column] or row[column].startswith('not read'):
+      continue
+    for name, value in zip(names, documented_values(row[column], len(names))):
+      if not matches(value, defaults[name]):
+        found.append(f'--{name}: documented {value!r}, defined {defaults[name]!r}')
+  return found
