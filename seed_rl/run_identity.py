@@ -1,0 +1,195 @@
+"""What a learner's logdir says about how it ran: environment, agent, entry point and flags.
+
+A learner records how it was started (`seed_rl.common.learner_runtime.run_record`):
+`runs.jsonl` (one JSON line per start: entry point module, environment factory, agent) and
+`learner_flags.txt` (its flags, one `--name=value` a line). `seed_rl.plot` compares these records
+so that it averages runs only as seeds of one setup: runs are seeds of one setup where their
+`Identity` is equal, i.e. the same environment, agent, entry point and flags, except for the
+flags that name one run rather than its setup (`PER_RUN_FLAGS`).
+
+Reads plain files and JSON only (no TensorFlow), like the rest of `seed_rl.plot`.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Mapping, Optional, Sequence
+
+# What `seed_rl.common.learner_runtime.run_record` writes (it imports TensorFlow, which the
+# reading here does without).
+RUNS_FILE = 'runs.jsonl'
+FLAGS_FILE = 'learner_flags.txt'
+
+# Flags that name the environment: a Gymnasium id (gym, mujoco), an Atari game, a DMLab level or
+# a Football scenario (`game`).
+ENV_FLAGS = ('env_name', 'game')
+# Flags in which the seeds of one setup may differ: what names or places one run (its seed, logdir,
+# address, task, credentials, checkpoint to start from, data paths) and what only changes what it
+# writes (checkpoint cadence, rendering, how often episodes are logged).
+PER_RUN_FLAGS = frozenset([
+    'logdir', 'job-dir', 'seed', 'server_address', 'run_mode', 'task', 'grpc_token_file',
+    'grpc_tls_cert_file', 'grpc_tls_key_file', 'grpc_tls_ca_file', 'init_checkpoint',
+    'homepath', 'dataset_path', 'level_cache_dir', 'save_checkpoint_secs',
+    'checkpoints_to_keep', 'render', 'render_mode', 'log_episode_frequency'])
+SEPARATOR = ' · '
+
+
+class RecordError(ValueError):
+  """A run record that cannot be read; the message names the file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+  """How a logdir's learner was started (its last start, as the flags file is its last too)."""
+  logdir: str
+  entry_point: Optional[str]
+  agent: Optional[str]
+  # By flag name: the flag's lines as written ('--name=value', '--name', '--noname'); None for a
+  # logdir without `learner_flags.txt`.
+  flags: Optional[Mapping[str, str]]
+
+  @property
+  def env(self) -> Optional[str]:
+    """The environment the flags name (see `ENV_FLAGS`), or None."""
+    for name in ENV_FLAGS:
+      line = (self.flags or {}).get(name, '')
+      if line.startswith(f'--{name}='):
+        return line.partition('=')[2]
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+  """The setup of a run among the runs plotted with it: equal identities are seeds of one setup.
+
+  `flags` holds the flags in which it differs from runs of the same environment and agent
+  (`--name=value`, or `--name unset` where it lacks one another run has); the entry point is
+  shown in the label only where it differs among them too.
+  """
+  env: Optional[str]
+  agent: Optional[str]
+  entry_point: Optional[str]
+  flags: tuple = ()
+  show_entry_point: bool = False
+  has_flags_file: bool = True
+
+  @property
+  def label(self) -> str:
+    """E.g. 'CartPole-v1 · VTRACE · --learning_rate=0.001'."""
+    parts = [self.env or 'unknown environment', self.agent or 'unknown agent']
+    if self.show_entry_point:
+      parts.append(self.entry_point or 'unknown entry point')
+    if not self.has_flags_file:
+      parts.append(f'no {FLAGS_FILE}')
+    return SEPARATOR.join(parts + list(self.flags))
+
+
+def has_record(logdir: str) -> bool:
+  """Whether `logdir` holds a run record (either file)."""
+  return any(os.path.isfile(os.path.join(logdir, name)) for name in (RUNS_FILE, FLAGS_FILE))
+
+
+def find_run_logdirs(parent: str) -> list[str]:
+  """The directories below `parent` (not itself) that hold a run record, sorted; a run's own
+  subdirectories are not searched."""
+  found = []
+  for root, dirs, _ in os.walk(parent):
+    if root != parent and has_record(root):
+      found.append(root)
+      dirs.clear()
+    dirs.sort()
+  return sorted(found)
+
+
+def _parse_flags(text: str) -> dict[str, str]:
+  """{name: its lines} of a flags file; a flag given on several lines (a multi-flag) keeps all."""
+  flags = {}
+  for line in text.splitlines():
+    line = line.strip()
+    if not line.startswith('--'):
+      continue
+    name = line[2:].partition('=')[0]
+    flags[name] = f'{flags[name]} {line}' if name in flags else line
+  return flags
+
+
+def _read_last_start(path: str) -> dict:
+  with open(path, encoding='utf-8') as f:
+    lines = [line for line in f.read().splitlines() if line.strip()]
+  if not lines:
+    return {}
+  try:
+    entry = json.loads(lines[-1])
+  except json.JSONDecodeError as e:
+    raise RecordError(f'{path}: its last line is not JSON ({e})') from e
+  if not isinstance(entry, dict):
+    raise RecordError(f'{path}: its last line is not a JSON object')
+  return entry
+
+
+def read_record(logdir: str) -> Optional[RunRecord]:
+  """The run record of `logdir`, or None where it has neither file (logdirs of older learners).
+
+  Raises:
+    RecordError: `runs.jsonl` whose last line is not a JSON object.
+    OSError: a record file that exists but cannot be read.
+  """
+  runs_path, flags_path = (os.path.join(logdir, name) for name in (RUNS_FILE, FLAGS_FILE))
+  if not has_record(logdir):
+    return None
+  entry = _read_last_start(runs_path) if os.path.isfile(runs_path) else {}
+  flags = None
+  if os.path.isfile(flags_path):
+    with open(flags_path, encoding='utf-8') as f:
+      flags = _parse_flags(f.read())
+  # A script run by path has no module name; its file's name tells it apart.
+  entry_point = entry.get('entry_point') or os.path.basename(entry.get('entry_point_file') or '')
+  return RunRecord(logdir, entry_point or None, entry.get('agent'), flags)
+
+
+def _by_canonical_name(flags: Mapping[str, str], names: set) -> dict[str, str]:
+  """Keys a false boolean (absl writes `--noX`) by X where some run has a flag named X."""
+  canonical = {}
+  for name, line in flags.items():
+    if name.startswith('no') and name[2:] in names and line == f'--{name}':
+      name = name[2:]
+    canonical[name] = line
+  return canonical
+
+
+def _compared_flags(record: RunRecord, names: set) -> Optional[dict[str, str]]:
+  if record.flags is None:
+    return None
+  return {name: line for name, line in _by_canonical_name(record.flags, names).items()
+          if name not in PER_RUN_FLAGS and name not in ENV_FLAGS}
+
+
+def identities(records: Sequence[Optional[RunRecord]]) -> list[Optional[Identity]]:
+  """The `Identity` of each record among `records` (None for None: no record).
+
+  Flags are compared among records of the same environment and agent: those whose values differ
+  there are part of each one's identity, the others are left out of labels.
+  """
+  names = set()
+  for record in records:
+    names.update((record.flags or {}) if record else ())
+  compared = [_compared_flags(record, names) if record else None for record in records]
+  setups = {}  # (env, agent) -> indices of its records.
+  for index, record in enumerate(records):
+    if record:
+      setups.setdefault((record.env, record.agent), []).append(index)
+  result: list[Optional[Identity]] = [None] * len(records)
+  for (env, agent), indices in setups.items():
+    with_flags = [compared[i] for i in indices if compared[i] is not None]
+    all_names = sorted(set().union(*with_flags))
+    differing = [name for name in all_names
+                 if len({flags.get(name) for flags in with_flags}) > 1]
+    show_entry_point = len({records[i].entry_point for i in indices}) > 1
+    for i in indices:
+      flags = compared[i]
+      result[i] = Identity(
+          env, agent, records[i].entry_point,
+          tuple(flags.get(name, f'--{name} unset') for name in differing)
+          if flags is not None else (),
+          show_entry_point, has_flags_file=flags is not None)
+  return result
