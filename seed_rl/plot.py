@@ -1,15 +1,26 @@
 r"""Learning curves of learner runs, read from their TensorBoard event files.
 
   python -m seed_rl.plot runs/vtrace/seed1 runs/vtrace/seed2 runs/r2d2/seed1 --out curves.png
+  python -m seed_rl.plot runs --out curves.png  # every run logdir under runs/
 
 Reads one scalar (`--tag`, default `episode_return`) from every event file under each logdir
-(recursively; the files of a restarted learner are merged), groups the logdirs by label
-(`--label_by parent`: the logdir's parent directory, so `runs/vtrace/seed1` and
-`runs/vtrace/seed2` are the two seeds of "vtrace"; `name`: each logdir alone), interpolates the
-seeds of a group onto a common x grid over the range where all of them have data and draws
-their mean with a min-max band. `--out` writes a PNG, `--csv` the curves (group, x, mean, min,
-max, n_seeds); with neither, a short summary is printed. x is environment frames (the step of
-the learners' summaries) or, with `--x time`, minutes since the run's first event.
+(recursively; the files of a restarted learner are merged). A logdir that is a parent of run
+logdirs (no event files and no run record directly, run logdirs with `runs.jsonl` below) stands
+for each of them.
+
+Runs are grouped by what they ran (`--label_by identity`, the default; `seed_rl.run_identity`):
+the environment, agent, entry point and flags their learners recorded (`runs.jsonl`,
+`learner_flags.txt`), less the flags that name one run (seed, logdir, address, ...). Runs with
+the same identity are the seeds of one group, labelled e.g. "CartPole-v1 · VTRACE" plus the
+flags in which it differs from other groups of that environment and agent; logdirs without a
+run record (older learners) are grouped by their parent directory. `--label_by parent` groups by
+parent directory and `--label_by name` plots each logdir alone; neither may average runs whose
+records differ (an error). The seeds of a group are interpolated onto a common x grid over the
+range where all of them have data and drawn as their mean with a min-max band, each environment
+in a panel of its own. `--out` writes a PNG, `--csv` the curves (group, x, mean, min, max,
+n_seeds and the group's env, agent, entry_point and differing flags); with neither, a short
+summary is printed. x is environment frames (the step of the learners' summaries) or, with
+`--x time`, minutes since the run's first event.
 
 It reads event files with TensorBoard's own record reader and protos, without TensorFlow.
 """
@@ -30,12 +41,16 @@ from tensorboard.compat.tensorflow_stub import errors as tb_errors
 from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
 from tensorboard.util import tensor_util
 
+from seed_rl import run_identity
+
 if TYPE_CHECKING:
   from matplotlib.figure import Figure
 
 X_AXES = {'frames': 'environment frames', 'time': 'minutes'}
-LABEL_BY = ('parent', 'name')
+LABEL_BY = ('identity', 'parent', 'name')
 DEFAULT_TAG = 'episode_return'
+CSV_COLUMNS = ('group', 'x', 'mean', 'min', 'max', 'n_seeds', 'env', 'agent', 'entry_point',
+               'flags')
 
 _logger = logging.getLogger(__name__)
 _NUMERIC_DTYPES = frozenset([
@@ -43,6 +58,8 @@ _NUMERIC_DTYPES = frozenset([
     types_pb2.DT_INT8, types_pb2.DT_INT16, types_pb2.DT_INT32, types_pb2.DT_INT64,
     types_pb2.DT_UINT8, types_pb2.DT_UINT16, types_pb2.DT_UINT32, types_pb2.DT_UINT64,
     types_pb2.DT_BOOL])
+
+
 class PlotError(Exception):
   """A problem with the command's input: `main` prints it on one line and exits with 2."""
 
@@ -74,6 +91,7 @@ class Run:
   wall_times: np.ndarray
   values: np.ndarray
   start_time: float  # Wall time of the run's first event of any kind.
+  identity: Optional[run_identity.Identity] = None  # None: the logdir has no run record.
 
   def x(self, axis: str = 'frames') -> np.ndarray:
     """The x of each value: environment frames, or minutes since the run's first event."""
@@ -93,6 +111,14 @@ class Curve:
   min: np.ndarray
   max: np.ndarray
   n_seeds: int
+  identity: Optional[run_identity.Identity] = None  # Of every seed; None: no run record.
+
+  @property
+  def display_name(self) -> str:
+    """The label, and the identity where the label does not say it."""
+    if self.identity is None or self.identity.label == self.label:
+      return self.label
+    return f'{self.label} [{self.identity.label}]'
 
 
 def find_event_files(logdir: str) -> list[str]:
@@ -209,14 +235,18 @@ def merge_event_files(files: Sequence[EventFileScalars]) -> tuple:
   return steps[order], wall_times[order], values[order]
 
 
-def _labels(logdirs: Sequence[str], label_by: str) -> list[str]:
-  """Group label of each logdir: its parent directory's name, or its own name (the path as
-  given where two logdirs share a name)."""
-  if label_by not in LABEL_BY:
-    raise ValueError(f'unknown label_by {label_by!r}; one of {LABEL_BY}')
+def _labels(logdirs: Sequence[str], label_by: str,
+            identities: Sequence[Optional[run_identity.Identity]]) -> list[str]:
+  """Group label of each logdir: its identity's label (its parent directory's name where it has
+  no run record), its parent directory's name, or its own name (the path as given where two
+  logdirs share a name)."""
   paths = [os.path.abspath(logdir) for logdir in logdirs]
+  parents = [os.path.basename(os.path.dirname(p)) or os.path.basename(p) or p for p in paths]
+  if label_by == 'identity':
+    return [identity.label if identity else parent
+            for identity, parent in zip(identities, parents)]
   if label_by == 'parent':
-    return [os.path.basename(os.path.dirname(p)) or os.path.basename(p) or p for p in paths]
+    return parents
   names = [os.path.basename(p) or p for p in paths]
   return [name if names.count(name) == 1 else os.path.normpath(logdir)
           for name, logdir in zip(names, logdirs)]
@@ -232,17 +262,67 @@ def _check_logdir(logdir: str) -> list[str]:
   return paths
 
 
-def load_runs(logdirs: Sequence[str], tag: str = DEFAULT_TAG,
-              label_by: str = 'parent') -> list[Run]:
-  """Scalar `tag` of each logdir (duplicates dropped) as one `Run`, labelled by `label_by`.
+def _run_logdirs(logdir: str, event_files: Sequence[str]) -> dict[str, list[str]]:
+  """The runs of `logdir` with their event files: itself, or, where it is a parent of run
+  logdirs (no event file and no run record directly, run logdirs below it), each of them.
 
-  Raises `PlotError` for a logdir that does not exist or holds no event file, and when no logdir
-  has `tag` (listing the scalar tags found); a logdir without it is skipped with a warning.
+  Raises `PlotError` for event files under such a parent outside its run logdirs (runs without
+  a record beside runs with one, which it cannot tell apart); a run logdir without event files
+  (a learner that never logged) is skipped with a warning. Without run records below, the event
+  files of all its subdirectories are one run, as ever, with a warning where there are several.
   """
-  logdirs = list(dict.fromkeys(os.path.normpath(logdir) for logdir in logdirs))
-  event_files = [_check_logdir(logdir) for logdir in logdirs]
-  runs, without_tag, found_tags = [], [], set()
-  for logdir, label, paths in zip(logdirs, _labels(logdirs, label_by), event_files):
+  if (run_identity.has_record(logdir) or
+      any(os.path.dirname(path) == logdir for path in event_files)):
+    return {logdir: list(event_files)}
+  runs = run_identity.find_run_logdirs(logdir)
+  if not runs:
+    directories = {os.path.dirname(path) for path in event_files}
+    if len(directories) > 1:
+      _logger.warning('seed_rl.plot: warning: the event files of %d directories under %s are '
+                      'merged into one run (no run record tells whether they are several); '
+                      'name them to plot each as a run', len(directories), logdir)
+    return {logdir: list(event_files)}
+  by_run = {run: [] for run in runs}
+  for path in event_files:
+    owner = next((run for run in runs if path.startswith(run + os.sep)), None)
+    if owner is None:
+      raise PlotError(
+          f'{os.path.dirname(path)} holds event files but no run record '
+          f'({run_identity.RUNS_FILE}), unlike the run logdirs beside it under {logdir}: '
+          f'name the logdirs to plot instead of {logdir}')
+    by_run[owner].append(path)
+  for run in runs:
+    if not by_run[run]:
+      _logger.warning('seed_rl.plot: warning: %s has no event files; skipped', run)
+  return {run: paths for run, paths in by_run.items() if paths}
+
+
+def _read_record(logdir: str) -> Optional[run_identity.RunRecord]:
+  try:
+    return run_identity.read_record(logdir)
+  except run_identity.RecordError as e:
+    raise PlotError(str(e)) from e
+
+
+def load_runs(logdirs: Sequence[str], tag: str = DEFAULT_TAG,
+              label_by: str = 'identity') -> list[Run]:
+  """Scalar `tag` of each run logdir (duplicates dropped) as one `Run`, with its identity (from
+  its run record) and labelled by `label_by` (see `_labels`). A parent of run logdirs stands
+  for each of them (see `_run_logdirs`).
+
+  Raises `PlotError` for a logdir that does not exist or holds no event file, a run record that
+  cannot be read, and when no logdir has `tag` (listing the scalar tags found); a logdir without
+  it is skipped with a warning.
+  """
+  if label_by not in LABEL_BY:
+    raise ValueError(f'unknown label_by {label_by!r}; one of {LABEL_BY}')
+  given = list(dict.fromkeys(os.path.normpath(logdir) for logdir in logdirs))
+  event_files = {}
+  for logdir, paths in zip(given, [_check_logdir(logdir) for logdir in given]):
+    for run, run_paths in _run_logdirs(logdir, paths).items():
+      event_files.setdefault(run, run_paths)
+  loaded, without_tag, found_tags = [], [], set()
+  for logdir, paths in event_files.items():
     files = [read_scalars(path, tag) for path in paths]
     found_tags.update(*(f.tags for f in files))
     steps, wall_times, values = merge_event_files(files)
@@ -250,13 +330,18 @@ def load_runs(logdirs: Sequence[str], tag: str = DEFAULT_TAG,
       without_tag.append(logdir)
       continue
     start_time = min(f.first_wall_time for f in files)
-    runs.append(Run(logdir, label, tag, steps, wall_times, values, start_time))
-  if not runs:
+    loaded.append((logdir, steps, wall_times, values, start_time))
+  if not loaded:
     found = ', '.join(sorted(found_tags)) or 'none'
     raise PlotError(f'no run has the scalar tag {tag!r}; tags found: {found}')
   for logdir in without_tag:
     _logger.warning('seed_rl.plot: warning: %s has no scalar %r; skipped', logdir, tag)
-  return runs
+  run_logdirs = [logdir for logdir, *_ in loaded]
+  identities = run_identity.identities([_read_record(logdir) for logdir in run_logdirs])
+  labels = _labels(run_logdirs, label_by, identities)
+  return [Run(logdir, label, tag, steps, wall_times, values, start_time, identity)
+          for (logdir, steps, wall_times, values, start_time), label, identity
+          in zip(loaded, labels, identities)]
 
 
 def group_runs(runs: Sequence[Run]) -> dict[str, list[Run]]:
@@ -265,6 +350,21 @@ def group_runs(runs: Sequence[Run]) -> dict[str, list[Run]]:
   for run in runs:
     groups.setdefault(run.label, []).append(run)
   return groups
+
+
+def _check_one_setup(label: str, runs: Sequence[Run]) -> None:
+  """Raises `PlotError` where the runs of one group are not known to be seeds of one setup:
+  their identities differ, or some have a run record and others none."""
+  first_of = {}  # Identity -> the first run's logdir.
+  for run in runs:
+    first_of.setdefault(run.identity, run.logdir)
+  if len(first_of) > 1:
+    named = ', '.join(f'{logdir} ({identity.label if identity else "no run record"})'
+                      for identity, logdir in first_of.items())
+    raise PlotError(
+        f'group {label!r} would average runs not known to be seeds of one setup: {named}; '
+        'plot them grouped by what they ran (without --label_by), each alone (--label_by '
+        'name), or with separate commands')
 
 
 def smooth(values: np.ndarray, n: int) -> np.ndarray:
@@ -293,7 +393,10 @@ def group_curve(label: str, runs: Sequence[Run], x: str = 'frames', smoothing: i
 
   Each run is smoothed (`smooth`, over its points in step order) and then interpolated
   linearly. The grid is every x of any seed in that range, or `points` evenly spaced ones.
+  Raises `PlotError` where the runs are not known to be seeds of one setup (their recorded
+  identities differ, or some have a run record and others none).
   """
+  _check_one_setup(label, runs)
   lines = [_unique_x(run.x(x), smooth(run.values, smoothing)) for run in runs]
   low, high = max(xs[0] for xs, _ in lines), min(xs[-1] for xs, _ in lines)
   if low > high:
@@ -303,7 +406,8 @@ def group_curve(label: str, runs: Sequence[Run], x: str = 'frames', smoothing: i
   else:
     grid = np.unique(np.concatenate([xs[(xs >= low) & (xs <= high)] for xs, _ in lines]))
   ys = np.stack([np.interp(grid, xs, ys) for xs, ys in lines])
-  return Curve(label, grid, ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0), len(runs))
+  return Curve(label, grid, ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0), len(runs),
+               runs[0].identity)
 
 
 def curves(runs: Sequence[Run], x: str = 'frames', smoothing: int = 1,
@@ -321,18 +425,37 @@ def _format(number: float) -> str:
   return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
 
 
+def _identity_columns(identity: Optional[run_identity.Identity]) -> list[str]:
+  """env, agent, entry_point and the differing flags (space-separated); empty without a record."""
+  if identity is None:
+    return ['', '', '', '']
+  return [identity.env or '', identity.agent or '', identity.entry_point or '',
+          ' '.join(identity.flags)]
+
+
 def write_csv(curves_: Sequence[Curve], path: str) -> None:
-  """Writes the curves as rows: group, x, mean, min, max, n_seeds."""
+  """Writes the curves as rows of `CSV_COLUMNS`: group, x, mean, min, max, n_seeds and the
+  group's identity."""
   with open(path, 'w', newline='') as f:
     writer = csv.writer(f)
-    writer.writerow(['group', 'x', 'mean', 'min', 'max', 'n_seeds'])
+    writer.writerow(CSV_COLUMNS)
     for curve in curves_:
+      identity = _identity_columns(curve.identity)
       for row in zip(curve.x, curve.mean, curve.min, curve.max):
-        writer.writerow([curve.label, *map(_format, row), curve.n_seeds])
+        writer.writerow([curve.label, *map(_format, row), curve.n_seeds, *identity])
 
 
 def _seeds(n: int) -> str:
   return f'{n} seed' if n == 1 else f'{n} seeds'
+
+
+def _panels(curves_: Sequence[Curve]) -> dict[Optional[str], list[Curve]]:
+  """Curves by environment (None: not recorded), in the order they first appear: returns of
+  different environments are on different scales."""
+  panels = {}
+  for curve in curves_:
+    panels.setdefault(curve.identity.env if curve.identity else None, []).append(curve)
+  return panels
 
 
 def plot_curves(curves_: Sequence[Curve], path: str, x: str = 'frames',
@@ -340,37 +463,51 @@ def plot_curves(curves_: Sequence[Curve], path: str, x: str = 'frames',
                 size: tuple = (8., 5.), dpi: int = 100) -> 'Figure':
   """Draws each curve's mean and its min-max band over seeds into an image file (PNG unless the
   suffix names another format matplotlib writes), without a display (Agg canvas); returns the
-  figure."""
+  figure.
+
+  Each environment gets a panel of `size` titled by its name (up to 3 side by side); curves
+  without a run record share one. `title` titles the figure.
+  """
   # Imported here: the summary and CSV need no matplotlib, and no pyplot state is touched.
   from matplotlib.backends.backend_agg import FigureCanvasAgg
   from matplotlib.figure import Figure
-  figure = Figure(figsize=size, dpi=dpi, layout='constrained')
+  panels = _panels(curves_)
+  columns = min(len(panels), 3)
+  rows = -(-len(panels) // columns)
+  figure = Figure(figsize=(size[0] * columns, size[1] * rows), dpi=dpi, layout='constrained')
   FigureCanvasAgg(figure)
-  axes = figure.add_subplot()
-  for curve in curves_:
-    (line,) = axes.plot(curve.x, curve.mean, marker='o' if curve.x.size == 1 else None,
-                        label=f'{curve.label} ({_seeds(curve.n_seeds)})')
-    if curve.n_seeds > 1:
-      axes.fill_between(curve.x, curve.min, curve.max, color=line.get_color(), alpha=0.25,
-                        linewidth=0)
-  axes.set_xlabel(X_AXES[x])
-  axes.set_ylabel(tag)
-  if title:
-    axes.set_title(title)
-  axes.grid(alpha=0.3)
-  axes.legend()
+  grid = figure.subplots(rows, columns, squeeze=False).ravel()
+  for unused in grid[len(panels):]:
+    figure.delaxes(unused)
+  for axes, (env, members) in zip(grid, panels.items()):
+    for curve in members:
+      (line,) = axes.plot(curve.x, curve.mean, marker='o' if curve.x.size == 1 else None,
+                          label=f'{curve.display_name} ({_seeds(curve.n_seeds)})')
+      if curve.n_seeds > 1:
+        axes.fill_between(curve.x, curve.min, curve.max, color=line.get_color(), alpha=0.25,
+                          linewidth=0)
+    axes.set_xlabel(X_AXES[x])
+    axes.set_ylabel(tag)
+    if len(panels) > 1:
+      axes.set_title(env or 'runs without a run record')
+    elif title or env:
+      axes.set_title(title or env)
+    axes.grid(alpha=0.3)
+    axes.legend()
+  if title and len(panels) > 1:
+    figure.suptitle(title)
   figure.savefig(path)
   return figure
 
 
 def format_summary(curves_: Sequence[Curve], x: str = 'frames', tag: str = DEFAULT_TAG) -> str:
-  """Per group: seeds, the last and the best (highest) mean with their x."""
+  """Per group (with its identity): seeds, the last and the best (highest) mean with their x."""
   unit = X_AXES[x]
   lines = [f'{tag}, mean over seeds, by {unit}:']
   for curve in curves_:
     finite = np.flatnonzero(np.isfinite(curve.mean))  # A diverged run logs NaN.
     best = int(finite[np.argmax(curve.mean[finite])]) if finite.size else curve.mean.size - 1
-    lines.append(f'{curve.label}: {_seeds(curve.n_seeds)}, '
+    lines.append(f'{curve.display_name}: {_seeds(curve.n_seeds)}, '
                  f'last mean {curve.mean[-1]:.6g} at {curve.x[-1]:.6g} {unit}, '
                  f'best mean {curve.mean[best]:.6g} at {curve.x[best]:.6g} {unit}')
   return '\n'.join(lines)
@@ -387,17 +524,19 @@ def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog='python -m seed_rl.plot', description=__doc__.split('\n')[0])
   parser.add_argument('logdirs', nargs='+', metavar='LOGDIR',
-                      help='learner logdirs; event files are found at any depth')
+                      help='learner logdirs (event files are found at any depth), or parents '
+                           'of run logdirs')
   parser.add_argument('--out', help='image to write (PNG)')
-  parser.add_argument('--csv', help='CSV to write: group, x, mean, min, max, n_seeds')
+  parser.add_argument('--csv', help='CSV to write: ' + ', '.join(CSV_COLUMNS))
   parser.add_argument('--x', choices=sorted(X_AXES), default='frames',
                       help='environment frames, or minutes since the run\'s first event')
   parser.add_argument('--tag', default=DEFAULT_TAG, help='scalar tag (default %(default)s)')
   parser.add_argument('--smoothing', type=_positive_int, default=1, metavar='N',
                       help='moving average over N points of each run (default 1: none)')
-  parser.add_argument('--label_by', choices=LABEL_BY, default='parent',
-                      help='group logdirs by parent directory name (seeds of one setup) or '
-                           'plot each logdir alone (name)')
+  parser.add_argument('--label_by', choices=LABEL_BY, default='identity',
+                      help='group runs by what they ran (identity: environment, agent, entry '
+                           'point, differing flags; logdirs without a run record by parent), '
+                           'by parent directory name, or plot each logdir alone (name)')
   parser.add_argument('--points', type=_positive_int, metavar='N',
                       help='resample each group to N evenly spaced x (default: every x of '
                            'any seed)')

@@ -6,11 +6,13 @@ import pathlib
 import subprocess
 import sys
 
+from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from seed_rl import plot
+from seed_rl.common.learner_runtime import run_record
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -84,7 +86,8 @@ def _read_csv(path) -> dict:
   """{group: {x: (mean, min, max, n_seeds)}} of a CSV written by --csv."""
   with open(path, newline='') as f:
     rows = list(csv.DictReader(f))
-  assert rows and list(rows[0]) == ['group', 'x', 'mean', 'min', 'max', 'n_seeds']
+  assert rows and list(rows[0]) == ['group', 'x', 'mean', 'min', 'max', 'n_seeds', 'env',
+                                    'agent', 'entry_point', 'flags']
   table = {}
   for row in rows:
     table.setdefault(row['group'], {})[float(row['x'])] = (
@@ -209,13 +212,16 @@ def test_a_learner_restart_supersedes_the_values_after_its_checkpoint(tmp_path):
   assert run.values.tolist() == [1., 2., 30., 40., 50.]
 
 
-def test_runs_in_subdirectories_of_a_logdir_are_merged_whole(tmp_path):
+def test_runs_in_subdirectories_of_a_logdir_are_merged_whole(tmp_path, caplog):
   # Written one after the other, but in different directories: not a restart.
   _write(tmp_path / 'run' / 'a', [(0, 1.), (200, 3.)])
   _write(tmp_path / 'run' / 'b', [(100, 2.), (300, 4.)])
   (run,) = plot.load_runs([str(tmp_path / 'run')])
   assert run.steps.tolist() == [0, 100, 200, 300]
   assert run.values.tolist() == [1., 2., 3., 4.]
+  # Without run records nothing tells whether they are one run or several: it says so.
+  assert (f'the event files of 2 directories under {tmp_path / "run"} are merged into one run'
+          in caplog.text)
 
 
 def test_a_truncated_last_record_is_ignored(tmp_path):
@@ -305,3 +311,156 @@ def test_errors_are_one_line_and_exit_2(runs, tmp_path, case, message):
   assert result.returncode == 2
   assert result.stderr.splitlines() == [message.format(path=path)]
   assert not result.stdout and not (tmp_path / 'never.csv').exists()
+
+
+# Runs with a run record, written by the learners' own `run_record.write`.
+
+
+def _create_environment(env_id, config):
+  del env_id, config
+
+
+def _learner_flags(**values) -> flags.FlagValues:
+  """Flags as an entry point defines them, parsed from `--name=value` for each of `values`."""
+  flag_values = flags.FlagValues()
+  flags.DEFINE_string('logdir', '/tmp/agent', '', flag_values=flag_values)
+  flags.DEFINE_string('server_address', 'localhost:8686', '', flag_values=flag_values)
+  flags.DEFINE_integer('seed', None, '', flag_values=flag_values)
+  flags.DEFINE_string('env_name', 'CartPole-v1', '', flag_values=flag_values)
+  flags.DEFINE_float('learning_rate', 1e-3, '', flag_values=flag_values)
+  flags.DEFINE_integer('num_envs', 4, '', flag_values=flag_values)
+  flag_values(['learner'] + [f'--{name}={value}' for name, value in values.items()])
+  return flag_values
+
+
+def _recorded_run(logdir: pathlib.Path, points, agent: str = 'VTRACE', **flag_values) -> None:
+  """A learner logdir: its event file and the run record it writes when it starts."""
+  _write(logdir, points)
+  config = _learner_flags(logdir=logdir, server_address=f'unix:{logdir}/learner.sock',
+                          **flag_values)
+  run_record.write(str(logdir), config, _create_environment, agent)
+
+
+@pytest.fixture(scope='module')
+def recorded(tmp_path_factory) -> pathlib.Path:
+  """Runs with run records: agents/ (three agents on CartPole), envs/ (CartPole and two seeds of
+  Acrobot), seeds/ (two seeds of one setup), lr/ (two learning rates)."""
+  root = tmp_path_factory.mktemp('recorded')
+  for agent in ('VTRACE', 'PPO', 'R2D2'):
+    _recorded_run(root / 'agents' / f'gym_{agent.lower()}', R2D2_SEED1, agent)
+  _recorded_run(root / 'envs' / 'cartpole', VTRACE_SEED2, env_name='CartPole-v1', seed=1)
+  _recorded_run(root / 'envs' / 'acrobot_1', R2D2_SEED1, env_name='Acrobot-v1', seed=1)
+  _recorded_run(root / 'envs' / 'acrobot_2', R2D2_SEED2, env_name='Acrobot-v1', seed=2)
+  _recorded_run(root / 'seeds' / 'seed1', VTRACE_SEED1, seed=1)
+  _recorded_run(root / 'seeds' / 'seed2', VTRACE_SEED2, seed=2, num_envs=4)
+  _recorded_run(root / 'lr' / 'a_1', R2D2_SEED1, learning_rate=1e-3, seed=1)
+  _recorded_run(root / 'lr' / 'a_2', R2D2_SEED2, learning_rate=1e-3, seed=2)
+  _recorded_run(root / 'lr' / 'b_1', VTRACE_SEED1, learning_rate=3e-4, seed=1)
+  return root
+
+
+def _main(capsys, *args: str) -> tuple:
+  """(exit status, stdout lines, stderr lines) of `python -m seed_rl.plot ARGS`, in process."""
+  status = plot.main([str(arg) for arg in args])
+  out, err = capsys.readouterr()
+  return status, out.splitlines(), err.splitlines()
+
+
+def _csv_identities(path) -> dict:
+  """{group: (env, agent, entry_point, flags)} of a CSV written by --csv."""
+  with open(path, newline='') as f:
+    return {row['group']: (row['env'], row['agent'], row['entry_point'], row['flags'])
+            for row in csv.DictReader(f)}
+
+
+def test_runs_of_different_agents_are_curves_of_their_own(recorded, tmp_path, capsys):
+  logdirs = [recorded / 'agents' / name for name in ('gym_vtrace', 'gym_ppo', 'gym_r2d2')]
+  status, _, err = _main(capsys, *logdirs, '--csv', tmp_path / 'curves.csv')
+  assert status == 0, err
+  expected = {step: (value, value, value, 1) for step, value in R2D2_SEED1}
+  assert _read_csv(tmp_path / 'curves.csv') == {
+      'CartPole-v1 · VTRACE': expected, 'CartPole-v1 · PPO': expected,
+      'CartPole-v1 · R2D2': expected}
+  loaded = plot.load_runs(logdirs)
+  entry_point = loaded[1].identity.entry_point  # The module that ran the learner: pytest here.
+  assert entry_point and _csv_identities(tmp_path / 'curves.csv')['CartPole-v1 · PPO'] == (
+      'CartPole-v1', 'PPO', entry_point, '')
+  figure = plot.plot_curves(plot.curves(loaded), str(tmp_path / 'a.png'))
+  (axes,) = figure.axes
+  assert axes.get_title() == 'CartPole-v1'
+  assert [t.get_text() for t in axes.get_legend().get_texts()] == [
+      'CartPole-v1 · VTRACE (1 seed)', 'CartPole-v1 · PPO (1 seed)',
+      'CartPole-v1 · R2D2 (1 seed)']
+
+
+def test_label_by_parent_refuses_to_average_different_agents(recorded, tmp_path, capsys):
+  logdirs = [recorded / 'agents' / name for name in ('gym_vtrace', 'gym_ppo')]
+  status, out, err = _main(capsys, *logdirs, '--label_by', 'parent', '--csv',
+                           tmp_path / 'never.csv')
+  assert status == 2 and not out and not (tmp_path / 'never.csv').exists()
+  assert err == [
+      "seed_rl.plot: error: group 'agents' would average runs not known to be seeds of one "
+      f'setup: {logdirs[0]} (CartPole-v1 · VTRACE), {logdirs[1]} (CartPole-v1 · PPO); plot '
+      'them grouped by what they ran (without --label_by), each alone (--label_by name), or '
+      'with separate commands']
+  status, out, err = _main(capsys, *logdirs, '--label_by', 'name')
+  assert status == 0, err
+  assert out[1].startswith('gym_vtrace [CartPole-v1 · VTRACE]: 1 seed, last mean 7 ')
+  assert out[2].startswith('gym_ppo [CartPole-v1 · PPO]: 1 seed, ')
+
+
+def test_a_parent_of_runs_of_two_environments_plots_a_panel_each(recorded, tmp_path, capsys):
+  loaded = plot.load_runs([str(recorded / 'envs')])
+  assert sorted(run.logdir for run in loaded) == sorted(
+      str(recorded / 'envs' / name) for name in ('acrobot_1', 'acrobot_2', 'cartpole'))
+  figure = plot.plot_curves(plot.curves(loaded), str(tmp_path / 'a.png'), title='classic')
+  assert [axes.get_title() for axes in figure.axes] == ['Acrobot-v1', 'CartPole-v1']
+  assert [[t.get_text() for t in axes.get_legend().get_texts()] for axes in figure.axes] == [
+      ['Acrobot-v1 · VTRACE (2 seeds)'], ['CartPole-v1 · VTRACE (1 seed)']]
+  assert figure.get_suptitle() == 'classic'
+  status, out, err = _main(capsys, recorded / 'envs')
+  assert status == 0, err
+  assert [line.split(':')[0] for line in out[1:]] == ['Acrobot-v1 · VTRACE',
+                                                      'CartPole-v1 · VTRACE']
+
+
+def test_seeds_of_one_setup_still_average_into_one_group(recorded, tmp_path, capsys):
+  seeds = recorded / 'seeds'
+  for logdirs in ([seeds], [seeds / 'seed1', seeds / 'seed2']):
+    status, _, err = _main(capsys, *logdirs, '--csv', tmp_path / 'curves.csv')
+    assert status == 0, err
+    assert _read_csv(tmp_path / 'curves.csv') == {
+        'CartPole-v1 · VTRACE': {x: (*row, 2) for x, row in VTRACE_CURVE.items()}}
+
+
+def test_a_flag_that_differs_splits_groups_and_is_in_the_label(recorded, tmp_path, capsys):
+  status, _, err = _main(capsys, recorded / 'lr', '--csv', tmp_path / 'curves.csv')
+  assert status == 0, err
+  fast, slow = ('CartPole-v1 · VTRACE · --learning_rate=0.001',
+                'CartPole-v1 · VTRACE · --learning_rate=0.0003')
+  assert _read_csv(tmp_path / 'curves.csv') == {
+      fast: {x: (*row, 2) for x, row in R2D2_CURVE.items()},
+      slow: {step: (value, value, value, 1) for step, value in VTRACE_SEED1}}
+  assert _csv_identities(tmp_path / 'curves.csv')[slow][3] == '--learning_rate=0.0003'
+
+
+def test_runs_without_a_record_are_never_averaged_with_recorded_ones(tmp_path, capsys):
+  mixed = tmp_path / 'mixed'
+  _recorded_run(mixed / 'seed1', VTRACE_SEED1, seed=1)
+  _write(mixed / 'seed2', VTRACE_SEED2)  # A learner older than run records.
+  status, _, err = _main(capsys, mixed / 'seed1', mixed / 'seed2', '--label_by', 'parent')
+  assert status == 2
+  assert err == [
+      "seed_rl.plot: error: group 'mixed' would average runs not known to be seeds of one "
+      f'setup: {mixed / "seed1"} (CartPole-v1 · VTRACE), {mixed / "seed2"} (no run record); '
+      'plot them grouped by what they ran (without --label_by), each alone (--label_by name), '
+      'or with separate commands']
+  status, out, err = _main(capsys, mixed / 'seed1', mixed / 'seed2')
+  assert status == 0, err
+  assert [line.split(':')[0] for line in out[1:]] == ['CartPole-v1 · VTRACE', 'mixed']
+  # As a parent, it cannot tell which runs seed2's event files belong to.
+  status, _, err = _main(capsys, mixed)
+  assert status == 2
+  assert err == [f'seed_rl.plot: error: {mixed / "seed2"} holds event files but no run record '
+                 f'(runs.jsonl), unlike the run logdirs beside it under {mixed}: name the '
+                 f'logdirs to plot instead of {mixed}']
