@@ -350,13 +350,14 @@ def test_a_second_run_is_refused_in_seconds_and_the_first_runs_on(tmp_path):
           '(same address)')
     assert same_logdir_s < 15 and same_address_s < 15
 
-    # A run beside it whose learner fails shows that learner's own log.
+    # A run beside it whose learner fails shows that learner's own log (Blackjack-v1 passes
+    # the flag check, a registered id, and its learner refuses its Tuple observations).
     third = tmp_path / 'third'
     result = _run_local(*SMALL_RUN, f'--logdir={third}', f'--server_address=localhost:'
-                        f'{_free_port()}', '--env_name=NoSuchEnv-v0', timeout=200)
+                        f'{_free_port()}', '--env_name=Blackjack-v1', timeout=200)
     assert result.returncode != 0
     assert f'last lines of its log ({third}/logs/learner.log)' in result.stderr
-    assert 'NoSuchEnv' in result.stderr
+    assert 'Blackjack-v1: only Box observation spaces are supported' in result.stderr
     assert not (third / 'run_local.lock').exists()
 
     # The first run was not disturbed: still training, its logs where they were.
@@ -364,7 +365,7 @@ def test_a_second_run_is_refused_in_seconds_and_the_first_runs_on(tmp_path):
     first.wait_for_training(steps=steps + 3)
     assert [p.name for p in (first.logdir / 'logs').iterdir() if p.is_dir()] == []
     assert 'previous run' not in first.output()
-    assert 'NoSuchEnv' not in first.learner_log()
+    assert 'Blackjack' not in first.learner_log()
     assert first.lock()['run_id'] == lock['run_id']
 
     stop = subprocess.run(['./stop_local.sh', f'--logdir={first.logdir}'], cwd=ROOT,

@@ -6,7 +6,10 @@ r"""Checks the flags of an entry point in about a second, before anything starts
 MODULE is an entry point such as `seed_rl.environments.gym.vtrace_main`; the flags are the
 command line its learner (or actor) would get. The entry points define flags only at import time
 (TensorFlow is imported by the learner when it runs), so importing one costs about a second. The
-flags are parsed with absl exactly as the entry point will parse them; for `--run_mode=learner`
+flags are parsed with absl exactly as the entry point will parse them; the environment names of
+this package's entry points (`--env_name`, `--game`, football's `--reward_experiment`) are
+checked against what their environment modules accept (`seed_rl.environments.env_names`,
+imported by name as the entry point is: no environment is created); for `--run_mode=learner`
 the learner's own checks of its batch sizes and counts follow (`config_checks`, the checks the
 learner makes before it starts).
 
@@ -15,6 +18,7 @@ flags, e.g. `--print=logdir,server_address`), 3 when MODULE cannot be imported b
 else 2 with one line on stderr:
 
   run_local.sh: unknown flag --gme=Breakout (did you mean --game?) of seed_rl.environments...
+  run_local.sh: unknown --game=Pongg (did you mean Pong?): not an Atari game of ale-py ...
 
 `--prefix` starts that line (default `seed_rl`), `--shape` says where `--num_envs` comes from
 in the messages (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
@@ -35,6 +39,10 @@ from typing import Any, Optional, Sequence
 from absl import flags
 
 from seed_rl.common import config_checks
+
+# This package's entry points, whose environment names seed_rl.environments.env_names checks.
+_PACKAGE_ENTRY_POINTS = 'seed_rl.environments.'
+
 
 class FlagCheckError(ValueError):
   """Flags the entry point would refuse; the message is one line."""
@@ -110,9 +118,24 @@ def check_learner_config(config: Any, shape: Optional[str] = None) -> None:
     raise FlagCheckError(str(e)) from None
 
 
+def check_environment_names(module: str, values: Any) -> None:
+  """The environment names among the flags `values` of this package's entry point `module`
+  (`seed_rl.environments.env_names`); other modules bring their own environment factories and
+  are not checked. Imported by name, as the entry point is."""
+  if not module.startswith(_PACKAGE_ENTRY_POINTS):
+    return
+  env_names = importlib.import_module('seed_rl.environments.env_names')
+  try:
+    env_names.check(module, values)
+  except env_names.UnknownName as e:
+    raise FlagCheckError(str(e)) from None
+
+
 def check(module: str, argv: Sequence[str], shape: Optional[str] = None) -> flags.FlagValues:
-  """`parse(module, argv)`, then for `--run_mode=learner` `check_learner_config`."""
+  """`parse(module, argv)`, `check_environment_names`, then for `--run_mode=learner`
+  `check_learner_config`."""
   values = parse(module, argv)
+  check_environment_names(module, values)
   if 'run_mode' in values and values.run_mode == 'learner':
     check_learner_config(values, shape)
   return values

@@ -95,6 +95,8 @@ def test_sizes_given_in_transitions_may_leave_batch_size_and_unroll_length_at_ze
     (['Acrobot-v1'], 'unexpected argument(s) Acrobot-v1'),
     (['--num_envs=4', '--env_batch_size=4', '--inference_batch_size=8'],
      '--inference_batch_size=8 is more than --num_envs=4 (2 x 2)'),
+    (['--env_name=CartPol-v1'], 'run_local.sh: unknown --env_name=CartPol-v1 (did you mean '
+                                'CartPole-v1 or '),
 ])
 def test_bad_flags_are_one_line_and_status_2_in_seconds(argv, message):
   result, elapsed = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=learner', *argv,
@@ -104,6 +106,45 @@ def test_bad_flags_are_one_line_and_status_2_in_seconds(argv, message):
   assert len(result.stderr.strip().splitlines()) == 1, result.stderr
   assert result.stdout == ''
   assert elapsed < 30, f'{elapsed:.1f} s'  # About a second on an idle machine.
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('module, argv, options, message', [
+    ('seed_rl.environments.atari.r2d2_main', ['--game=Pongg'], ['--prefix=run_local.sh'],
+     'run_local.sh: unknown --game=Pongg (did you mean Pong?): not an Atari game of ale-py'),
+    ('seed_rl.environments.football.vtrace_main', ['--reward_experiment=scoring,checkpoint'],
+     [], 'seed_rl: unknown --reward_experiment=scoring,checkpoint (did you mean '
+         'scoring,checkpoints?)'),
+    ('seed_rl.environments.mujoco.sac_main', ['--env_name=Hopper-v2'], [],
+     'seed_rl: --env_name=Hopper-v2 is a mujoco-py environment'),
+])
+def test_environment_names_and_counts_are_refused_in_one_line(module, argv, options, message):
+  result, _ = _check(module, '--run_mode=actor', *argv, options=options)
+  assert result.returncode == 2, result.stderr
+  assert result.stderr.startswith(message)
+  assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+_OWN_ENTRY_POINT = '''
+from absl import flags
+flags.DEFINE_string('env_name', 'MyEnv-v0', 'An environment of its own factory.')
+flags.DEFINE_string('game', 'my_game', 'A game of its own factory.')
+flags.DEFINE_string('run_mode', 'actor', 'learner or actor.')
+'''
+
+
+@pytest.mark.timeout(120)
+def test_entry_points_of_their_own_keep_their_own_environment_names(tmp_path):
+  """A module outside seed_rl.environments brings its own environment factory: its names
+  are not checked against Gymnasium's or the games of this package."""
+  (tmp_path / 'my_own_main.py').write_text(_OWN_ENTRY_POINT)
+  environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.flag_check',
+                           '--print=env_name,game', 'my_own_main', '--env_name=NoSuchEnv-v0',
+                           '--game=Pongg'], cwd=ROOT, env=environment, capture_output=True,
+                          text=True, timeout=110)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.splitlines() == ['env_name=NoSuchEnv-v0', 'game=Pongg']
 
 
 @pytest.mark.timeout(120)

@@ -211,6 +211,11 @@ def test_generic_script_takes_the_scenario_after_the_options_and_refuses_unknown
     ('train_dmlab.sh', [], {'NUM_ACTOR_MACHINES': '1', 'ACTORS_PER_MACHINE': '2'},
      '--inference_batch_size=64 is more than --num_envs=2 (NUM_ACTOR_MACHINES x '
      'ACTORS_PER_MACHINE x ENV_BATCH_SIZE = 1 x 2 x 1)'),
+    ('train_football.sh', ['--reward_experiment=scoring,checkpoint'], {},
+     'seed_rl gcp: error: unknown --reward_experiment=scoring,checkpoint (did you mean '
+     'scoring,checkpoints?)'),
+    ('train_atari.sh', ['--game=Pongg'], {},
+     'seed_rl gcp: error: unknown --game=Pongg (did you mean Pong?)'),
 ])
 def test_bad_flags_fail_the_dry_run_in_seconds_with_one_line(script, args, env, message,
                                                             tmp_path, bare_path):
