@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sourced by run_tests.sh and run_local.sh: makes sure .venv exists and holds seed_rl (editable)
-# with the requested extras. pip runs only when setup.py, the extras or the Python changed since
-# the last successful install, so a second call costs well under a second.
+# with the requested extras. pip runs only when no successful install since setup.py or the
+# Python last changed provides those extras, so a second call costs well under a second. An
+# install provides the extras it asked for and every extra whose requirements it installed too:
+# after `.[test]` (run_tests.sh) a run that asks for the core or for `mujoco` (run_local.sh)
+# installs nothing.
 #
 # Usage: source scripts/ensure_venv.sh; seed_rl_ensure_venv EXTRA[,EXTRA...]   (e.g. "test" or
 # "" for the core only). Sets SEED_RL_PYTHON to the venv's python.
@@ -16,6 +19,53 @@ seed_rl_env_extras() {
     mujoco) echo mujoco;;
     *) echo "";;
   esac
+}
+
+# The stamp (.seed_rl_installed in the venv) holds one line per successful install:
+# "HASH extras=EXTRA,EXTRA...": HASH of setup.py and the Python, then the extras that install
+# provides. A changed setup.py or Python changes HASH, so the lines of older installs stop
+# counting.
+
+# Does the stamp $1 record installs with hash $2 that provide each of the extras $3
+# (comma-separated; "" for the core alone, which any install provides)?
+seed_rl_stamp_provides() {
+  local stamp="$1" hash="$2" line_hash line_extras provided="," found=0 extra wanted=()
+  [ -f "$stamp" ] || return 1
+  while read -r line_hash line_extras; do
+    [ "$line_hash" = "$hash" ] || continue
+    found=1
+    provided+="${line_extras#extras=},"
+  done < "$stamp"
+  [ "$found" = 1 ] || return 1
+  IFS=',' read -r -a wanted <<< "$3"
+  for extra in "${wanted[@]}"; do
+    [ -z "$extra" ] || [[ "$provided" == *",$extra,"* ]] || return 1
+  done
+}
+
+# Prints (comma-separated) the extras that the install of the extras $2 into the venv of the
+# Python $1 provides: those asked for, and every extra of seed_rl whose requirements (its
+# installed metadata, written from setup.py by that install) are all among theirs. Where the
+# metadata cannot be read, the extras asked for alone.
+seed_rl_extras_provided() {
+  "$1" - "$2" <<'EOF' 2>/dev/null || echo "$2"
+import importlib.metadata
+import re
+import sys
+
+metadata = importlib.metadata.metadata('seed_rl')
+requirements = {extra: set() for extra in metadata.get_all('Provides-Extra') or []}
+for line in metadata.get_all('Requires-Dist') or []:
+  requirement, _, marker = line.partition(';')
+  extra = re.search(r'extra == "([^"]+)"', marker)
+  if extra:
+    rest = marker.replace(extra.group(0), '').strip()
+    requirements.setdefault(extra.group(1), set()).add((requirement.strip(), rest))
+asked = [extra for extra in sys.argv[1].split(',') if extra]
+installed = set().union(*(requirements.get(extra, set()) for extra in asked))
+provided = set(asked) | {extra for extra, needs in requirements.items() if needs <= installed}
+print(','.join(sorted(provided)))
+EOF
 }
 
 seed_rl_ensure_venv() {
@@ -40,19 +90,16 @@ seed_rl_ensure_venv() {
   local spec=".[${extras}]"
   [ -n "$extras" ] || spec="."
   local stamp="$venv/.seed_rl_installed"
-  local wanted
-  wanted="$( { cat "$root/setup.py"; echo "extras=$extras"; "$venv/bin/python" -V; } \
-             | sha256sum | cut -d' ' -f1)"
-  # The stamp holds one line per (setup.py, extras, python) installed; a changed setup.py
-  # changes every hash, so old lines simply stop matching.
-  if [ ! -f "$stamp" ] || ! grep -qx "$wanted" "$stamp"; then
+  local install_hash
+  install_hash="$( { cat "$root/setup.py"; "$venv/bin/python" -V; } | sha256sum | cut -d' ' -f1)"
+  if ! seed_rl_stamp_provides "$stamp" "$install_hash" "$extras"; then
     # One install at a time: two runs started together would otherwise run pip at once in the
     # same venv and break it. The second one waits, then finds the stamp written.
     local lock_fd=""
     if command -v flock >/dev/null 2>&1 && exec {lock_fd}>>"$venv/.seed_rl_install.lock"; then
       flock "$lock_fd"
     fi
-    if [ ! -f "$stamp" ] || ! grep -qx "$wanted" "$stamp"; then
+    if ! seed_rl_stamp_provides "$stamp" "$install_hash" "$extras"; then
       echo "seed_rl: installing $spec into $venv (first run takes a few minutes)" >&2
       (cd "$root" &&
          "$venv/bin/python" -m pip install --disable-pip-version-check -q -e "$spec") || {
@@ -60,7 +107,8 @@ seed_rl_ensure_venv() {
         if [ -n "$lock_fd" ]; then exec {lock_fd}>&-; fi
         return 1
       }
-      echo "$wanted" >> "$stamp"
+      echo "$install_hash extras=$(seed_rl_extras_provided "$venv/bin/python" "$extras")" \
+        >> "$stamp"
     fi
     if [ -n "$lock_fd" ]; then exec {lock_fd}>&-; fi
   fi
