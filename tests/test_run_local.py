@@ -74,6 +74,11 @@ def test_run_local_rejects_bad_arguments(args, message):
      'seed_rl.environments.atari.r2d2_main'),
     (['atari', 'vtrace', '1', '--game=Pongg'],
      'run_local.sh: unknown --game=Pongg (did you mean Pong?): not an Atari game'),
+    # NUM_ACTORS is positional: not --num_action_repeats, the closest flag.
+    (['gym', 'vtrace', '1', '--num_actorz=4'],
+     'run_local.sh: unknown flag --num_actorz=4 of seed_rl.environments.gym.vtrace_main: the '
+     'number of actors and of environments per actor are positional: ./run_local.sh ENV AGENT '
+     'NUM_ACTORS [ENV_BATCH_SIZE]'),
 ])
 def test_run_local_checks_the_flags_before_anything_starts(args, message, tmp_path):
   """Against the entry point's own flags and the learner's checks: one line, status 2."""

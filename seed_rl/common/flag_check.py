@@ -21,17 +21,21 @@ else 2 with one line on stderr:
   run_local.sh: unknown --game=Pongg (did you mean Pong?): not an Atari game of ale-py ...
 
 `--prefix` starts that line (default `seed_rl`), `--shape` says where `--num_envs` comes from
-in the messages (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
+in the messages (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4"). The prefixes of the launchers,
+`run_local.sh` and `seed_rl gcp: error`, also say where an unknown flag that looks like an
+actor or environment count (`--num_actors=4`) is set instead: run_local.sh's positional
+arguments, the gcp scripts' environment variables (`LAUNCHER_COUNTS`).
 
-From Python: `check(module, argv, shape=None)` returns absl's FLAGS or raises `FlagCheckError`
-with that line's message. It imports the module, which defines its flags in this process's
-absl FLAGS: check one entry point per process.
+From Python: `check(module, argv, shape=None, launcher=None)` returns absl's FLAGS or raises
+`FlagCheckError` with that line's message. It imports the module, which defines its flags in
+this process's absl FLAGS: check one entry point per process.
 
 No TensorFlow is imported here.
 """
 
 import difflib
 import importlib
+import re
 import sys
 import types
 from typing import Any, Optional, Sequence
@@ -40,6 +44,19 @@ from absl import flags
 
 from seed_rl.common import config_checks
 
+# Launcher (the --prefix of its messages) -> where it sets the actor and environment counts,
+# which its users may try to give as flags.
+LAUNCHER_COUNTS = {
+    'run_local.sh': 'the number of actors and of environments per actor are positional: '
+                    './run_local.sh ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE], e.g. '
+                    './run_local.sh gym vtrace 4 2',
+    'seed_rl gcp: error': 'the actors are set by the environment variables NUM_ACTOR_MACHINES '
+                          'and ACTORS_PER_MACHINE (ENV_BATCH_SIZE: environments per actor), '
+                          'e.g. NUM_ACTOR_MACHINES=4 ACTORS_PER_MACHINE=8 '
+                          'gcp/train_<scenario>.sh',
+}
+# The entry points' count flags, which the launchers set themselves.
+_COUNT_FLAGS = ('num_envs', 'env_batch_size')
 # This package's entry points, whose environment names seed_rl.environments.env_names checks.
 _PACKAGE_ENTRY_POINTS = 'seed_rl.environments.'
 
@@ -67,21 +84,32 @@ def _suggestions(name: str, error: flags.UnrecognizedFlagError,
   return []
 
 
+def _looks_like_a_count(name: str, suggestions: Sequence[str]) -> bool:
+  """Whether the unknown flag `name` is likely meant as an actor or environment count
+  (--num_actors, --actors, --num_actorz, --env_batch_siz), which launchers take otherwise."""
+  return ('actor' in name.lower() or re.fullmatch(r'(n_|num_)?envs?', name.lower()) is not None
+          or any(suggestion in _COUNT_FLAGS for suggestion in suggestions))
+
+
 def _unknown_flag_message(error: flags.UnrecognizedFlagError, argv: Sequence[str],
-                          module: str) -> str:
+                          module: str, launcher: Optional[str] = None) -> str:
   name = error.flagname
   # The argument as given (absl keeps only the name), e.g. --gme=Breakout.
   given = next((a for a in argv if a.lstrip('-').split('=', 1)[0] == name), f'--{name}')
   suggestions = _suggestions(name, error, sorted(flags.FLAGS))
+  if launcher in LAUNCHER_COUNTS and _looks_like_a_count(name, suggestions):
+    return f'unknown flag {given} of {module}: {LAUNCHER_COUNTS[launcher]}'
   hint = ''
   if suggestions:
     hint = ' (did you mean ' + ' or '.join(f'--{s}' for s in suggestions) + '?)'
   return f'unknown flag {given}{hint} of {module}'
 
 
-def parse(module: str, argv: Sequence[str]) -> flags.FlagValues:
+def parse(module: str, argv: Sequence[str],
+          launcher: Optional[str] = None) -> flags.FlagValues:
   """Imports the entry point `module` and parses `argv` (without the program name) with its
-  flags, as the entry point would; raises FlagCheckError."""
+  flags, as the entry point would; raises FlagCheckError. `launcher` (a key of
+  LAUNCHER_COUNTS) says where an unknown flag that looks like a count is set instead."""
   try:
     importlib.import_module(module)
   except Exception as e:  # pylint: disable=broad-except
@@ -92,7 +120,7 @@ def parse(module: str, argv: Sequence[str]) -> flags.FlagValues:
   try:
     rest = values([module] + list(argv))
   except flags.UnrecognizedFlagError as e:
-    raise FlagCheckError(_unknown_flag_message(e, argv, module)) from None
+    raise FlagCheckError(_unknown_flag_message(e, argv, module, launcher)) from None
   except flags.Error as e:
     raise FlagCheckError(f'{e} ({module})') from None
   if len(rest) > 1:
@@ -131,10 +159,11 @@ def check_environment_names(module: str, values: Any) -> None:
     raise FlagCheckError(str(e)) from None
 
 
-def check(module: str, argv: Sequence[str], shape: Optional[str] = None) -> flags.FlagValues:
-  """`parse(module, argv)`, `check_environment_names`, then for `--run_mode=learner`
+def check(module: str, argv: Sequence[str], shape: Optional[str] = None,
+          launcher: Optional[str] = None) -> flags.FlagValues:
+  """`parse(module, argv, launcher)`, `check_environment_names`, then for `--run_mode=learner`
   `check_learner_config`."""
-  values = parse(module, argv)
+  values = parse(module, argv, launcher)
   check_environment_names(module, values)
   if 'run_mode' in values and values.run_mode == 'learner':
     check_learner_config(values, shape)
@@ -153,7 +182,7 @@ def main(argv: Sequence[str]) -> int:
     return 2
   module, module_argv = args[0], args[1:]
   try:
-    values = check(module, module_argv, options['shape'])
+    values = check(module, module_argv, options['shape'], options['prefix'])
     lines = []
     for name in filter(None, options['print'].split(',')):
       if name not in values:

@@ -97,6 +97,15 @@ def test_sizes_given_in_transitions_may_leave_batch_size_and_unroll_length_at_ze
      '--inference_batch_size=8 is more than --num_envs=4 (2 x 2)'),
     (['--env_name=CartPol-v1'], 'run_local.sh: unknown --env_name=CartPol-v1 (did you mean '
                                 'CartPole-v1 or '),
+    # Counts that run_local.sh takes as positional arguments, not the closest flag's name
+    # (--num_action_repeats, --env_batch_size: run_local.sh sets that one itself).
+    (['--num_actorz=4'], 'run_local.sh: unknown flag --num_actorz=4 of '
+                         'seed_rl.environments.gym.vtrace_main: the number of actors and of '
+                         'environments per actor are positional: ./run_local.sh ENV AGENT '
+                         'NUM_ACTORS [ENV_BATCH_SIZE]'),
+    (['--env_batch_siz=4'], 'unknown flag --env_batch_siz=4 of '
+                            'seed_rl.environments.gym.vtrace_main: the number of actors and of '
+                            'environments per actor are positional'),
 ])
 def test_bad_flags_are_one_line_and_status_2_in_seconds(argv, message):
   result, elapsed = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=learner', *argv,
@@ -117,6 +126,14 @@ def test_bad_flags_are_one_line_and_status_2_in_seconds(argv, message):
          'scoring,checkpoints?)'),
     ('seed_rl.environments.mujoco.sac_main', ['--env_name=Hopper-v2'], [],
      'seed_rl: --env_name=Hopper-v2 is a mujoco-py environment'),
+    ('seed_rl.environments.gym.vtrace_main', ['--num_actors=4'],
+     ['--prefix=seed_rl gcp: error'],
+     'seed_rl gcp: error: unknown flag --num_actors=4 of seed_rl.environments.gym.vtrace_main: '
+     'the actors are set by the environment variables NUM_ACTOR_MACHINES and '
+     'ACTORS_PER_MACHINE'),
+    # Run directly, an entry point has no positional counts: absl's closest flag.
+    ('seed_rl.environments.gym.vtrace_main', ['--num_actors=4'], [],
+     'seed_rl: unknown flag --num_actors=4 (did you mean --num_action_repeats?)'),
 ])
 def test_environment_names_and_counts_are_refused_in_one_line(module, argv, options, message):
   result, _ = _check(module, '--run_mode=actor', *argv, options=options)

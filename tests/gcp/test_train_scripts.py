@@ -216,6 +216,11 @@ def test_generic_script_takes_the_scenario_after_the_options_and_refuses_unknown
      'scoring,checkpoints?)'),
     ('train_atari.sh', ['--game=Pongg'], {},
      'seed_rl gcp: error: unknown --game=Pongg (did you mean Pong?)'),
+    # The actors are counted by the machine shape's variables, not by a flag.
+    ('train_atari.sh', ['--num_actors=640'], {},
+     'seed_rl gcp: error: unknown flag --num_actors=640 of seed_rl.environments.atari.r2d2_main:'
+     ' the actors are set by the environment variables NUM_ACTOR_MACHINES and '
+     'ACTORS_PER_MACHINE'),
 ])
 def test_bad_flags_fail_the_dry_run_in_seconds_with_one_line(script, args, env, message,
                                                             tmp_path, bare_path):
