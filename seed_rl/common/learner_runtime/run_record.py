@@ -2,8 +2,12 @@
 
 - `learner_flags.txt`: the flags it ran with (those of seed_rl and the entry point, not absl's
   own), usable as `--flagfile` with the same entry point;
-- `runs.jsonl`: one line per learner start: the entry point module, the environment factory as
-  `module:name`, the agent and the time; `seed_rl.evaluate` recreates the environment from it.
+- `runs.jsonl`: one line per learner start: the entry point module (`python -m MODULE`; None
+  for a script run by path) and its file, the environment factory as `module:name`, the agent
+  and the time; `seed_rl.evaluate` recreates the environment from it. A factory defined in the
+  entry point itself (its `__module__` is `__main__`) is recorded under the entry point's module
+  name, which imports elsewhere, or as `__main__:name` for a script, meaning "in the entry
+  point's file".
 
 Writing them first also checks that the logdir is writable before the learner serves anyone.
 """
@@ -21,14 +25,24 @@ FLAGS_FILE = 'learner_flags.txt'
 RUNS_FILE = 'runs.jsonl'
 
 
-def _qualified_name(fn: Callable) -> str:
-  return f'{getattr(fn, "__module__", "?")}:{getattr(fn, "__qualname__", repr(fn))}'
+def _qualified_name(fn: Callable, entry_point: Optional[str]) -> str:
+  """`module:name` of `fn`, with the entry point's module name for `__main__`."""
+  module = getattr(fn, '__module__', '?')
+  if module == '__main__' and entry_point:
+    module = entry_point
+  return f'{module}:{getattr(fn, "__qualname__", repr(fn))}'
 
 
 def _entry_point() -> Optional[str]:
   """The module run as `python -m MODULE` (None when started otherwise)."""
   spec = getattr(sys.modules.get('__main__'), '__spec__', None)
   return spec.name if spec is not None else None
+
+
+def _entry_point_file() -> Optional[str]:
+  """The absolute path of the entry point's file (None without one, e.g. `python -c`)."""
+  path = getattr(sys.modules.get('__main__'), '__file__', None)
+  return os.path.abspath(path) if path else None
 
 
 def flags_file_content(flag_values: flags.FlagValues) -> str:
@@ -49,9 +63,10 @@ def write(logdir: str, config: Any, create_env_fn: Callable, agent_name: str) ->
   Raises:
     ValueError: the logdir cannot be created or written, naming it.
   """
-  record = {'entry_point': _entry_point(), 'create_env_fn': _qualified_name(create_env_fn),
-            'agent': agent_name, 'started': datetime.datetime.now().isoformat(timespec='seconds'),
-            'argv': sys.argv}
+  entry_point = _entry_point()
+  record = {'entry_point': entry_point, 'entry_point_file': _entry_point_file(),
+            'create_env_fn': _qualified_name(create_env_fn, entry_point), 'agent': agent_name,
+            'started': datetime.datetime.now().isoformat(timespec='seconds'), 'argv': sys.argv}
   try:
     tf.io.gfile.makedirs(logdir)
     if isinstance(config, flags.FlagValues):
