@@ -15,7 +15,8 @@ restart their recurrent state where `done` is set).
 
 Library use: `evaluate(logdir, episodes, greedy, video, overrides)` returns the returns and
 lengths; the CLI (`main`) prints them and exits with status 2 after a clear error
-(`EvaluateError`).
+(`EvaluateError`). A script that calls `evaluate` needs no `if __name__ == '__main__':` guard:
+the environment process never imports the caller's script.
 """
 
 import argparse
@@ -69,13 +70,24 @@ def _read_text(path: str) -> str:
     return f.read()
 
 
+def _recorded_script(record: dict[str, Any]) -> str | None:
+  """The entry point's file as a record of a learner older than `entry_point_file` shows it:
+  its `argv[0]` when that is a `.py` file (a relative path, of a script run by path, is taken
+  from the current directory)."""
+  argv = record.get('argv') or [None]
+  if isinstance(argv[0], str) and argv[0].endswith('.py'):
+    return os.path.abspath(argv[0])
+  return None
+
+
 def read_run_info(logdir: str, entry_point: str | None = None,
                   create_env_fn: str | None = None) -> RunInfo:
   """The entry point, environment factory, agent and flags of `logdir`'s last learner run.
 
   `entry_point` ('package.module') and `create_env_fn` ('package.module:function') replace
   what `runs.jsonl` says; with both, the logdir needs neither `runs.jsonl` nor
-  `learner_flags.txt` (logdirs of learners older than those files).
+  `learner_flags.txt` (logdirs of learners older than those files). The entry point's file
+  comes from the record (or its `argv` in older ones) unless `entry_point` replaces it.
 
   Raises:
     EvaluateError: no `saved_model/`, or a missing or unreadable run record.
@@ -101,17 +113,22 @@ def read_run_info(logdir: str, entry_point: str | None = None,
       record = json.loads(lines[-1]) if lines else {}
     except json.JSONDecodeError as e:
       raise EvaluateError(f'{runs_path}: its last line is not JSON ({e}).') from e
-  entry_point = entry_point or record.get('entry_point')
-  create_env_fn = create_env_fn or record.get('create_env_fn')
+  entry_point_file = None
   if not entry_point:
-    raise EvaluateError(f'{runs_path} does not name the learner\'s entry point (it was not '
-                        'started as python -m MODULE): pass --entry_point=MODULE.')
+    entry_point = record.get('entry_point')
+    entry_point_file = record.get('entry_point_file') or _recorded_script(record)
+  create_env_fn = create_env_fn or record.get('create_env_fn')
   if not create_env_fn:
     raise EvaluateError(f'{runs_path} does not name the environment factory: pass '
                         '--create_env_fn=MODULE:FUNCTION.')
   learner_flags = (None if FLAGS_FILE in missing
                    else _read_text(flags_path).splitlines())
-  return RunInfo(entry_point, create_env_fn, record.get('agent'), learner_flags)
+  run = RunInfo(entry_point, create_env_fn, record.get('agent'), learner_flags,
+                entry_point_file)
+  if not entry_point and not entry_point_file:
+    raise EvaluateError(f'{runs_path} does not name the learner\'s entry point: '
+                        f'{evaluation_env.how_to_name_the_entry_point(run)}')
+  return run
 
 
 def _use_cpu_only() -> None:
@@ -243,7 +260,9 @@ def evaluate(logdir: str, episodes: int = 10, greedy: bool = False, video: str |
     overrides: `--flag=value` arguments applied after the learner's flags (e.g.
       `['--env_name=CartPole-v1']`).
     seed: seed of the environment's first reset and of TensorFlow's sampling.
-    entry_point, create_env_fn: replace those of `runs.jsonl` (needed for logdirs without it).
+    entry_point, create_env_fn: replace those of `runs.jsonl` (needed for logdirs without it,
+      or when its entry point does not import here); a `create_env_fn` of `__main__:NAME` is
+      NAME in the entry point.
     verbose: print one line per episode and the summary.
 
   Returns:
@@ -268,7 +287,7 @@ def evaluate(logdir: str, episodes: int = 10, greedy: bool = False, video: str |
       tf.random.set_seed(seed)
     policy = Policy(os.path.join(logdir, SAVED_MODEL_DIR), greedy)
     if verbose:
-      print(f'Evaluating {logdir}: the {run.agent or "exported"} policy of {run.entry_point} '
+      print(f'Evaluating {logdir}: the {run.agent or "exported"} policy of {run.program()} '
             f'on {env_name}', flush=True)
     on_episode = (lambda i, episode: print(format_episode(i, episode), flush=True)
                   ) if verbose else None

@@ -8,6 +8,11 @@ line (which agent it runs, say) defines them in its main rather than on import; 
 sets `FLAGS.render_mode` to 'rgb_array' (the gym and MuJoCo factories pass it to
 `gymnasium.make`) and records the first episode itself (`video.RecordFirstEpisode`).
 
+The entry point is imported by module name; when that fails (evaluate runs from another
+directory than the learner did) it is imported from its recorded file, and a script that was
+run by path is loaded from its file. A factory recorded as `__main__:NAME` is NAME in the entry
+point.
+
 Environments run apart from TensorFlow as in training, where actors never import it, and that is
 needed here: Mesa's software OpenGL (MuJoCo's renderer without a GPU) and TensorFlow both carry
 LLVM, and a process holding both crashes at the first frame. It also leaves the caller's absl
@@ -16,8 +21,12 @@ flags alone, so one Python process can evaluate logdirs of entry points whose fl
 
 import dataclasses
 import importlib
+import importlib.util
 import multiprocessing
+import os
+import sys
 import traceback
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,6 +36,9 @@ from seed_rl import video as video_lib
 
 # The info keys the actors read (`seed_rl.common.actor`); the rest stays in the child process.
 INFO_KEYS = ('score_reward', 'abandoned')
+# The module of a factory that the learner's entry point defines, as scripts run by path (and
+# learners older than `entry_point_file`) record it: `__main__:NAME`.
+MAIN_MODULE = '__main__'
 
 
 class EvaluateError(Exception):
@@ -38,15 +50,116 @@ class RunInfo:
   """How the learner of a logdir ran: what is needed to recreate its environment.
 
   Attributes:
-    entry_point: the module the learner ran as (`python -m MODULE`).
-    create_env_fn: its environment factory, 'package.module:function'.
+    entry_point: the module the learner ran as (`python -m MODULE`); None for a script run by
+      path (`entry_point_file` then).
+    create_env_fn: its environment factory, 'package.module:function' ('__main__:function'
+      for one in the entry point).
     agent: 'VTRACE', 'R2D2', 'SAC' (None when unknown).
     learner_flags: the lines of its `learner_flags.txt` (None when there is none).
+    entry_point_file: the entry point's file, where it is imported from when `entry_point`
+      does not import by name (None when unknown).
   """
-  entry_point: str
+  entry_point: str | None
   create_env_fn: str
   agent: str | None = None
   learner_flags: list[str] | None = None
+  entry_point_file: str | None = None
+
+  def program(self) -> str:
+    """The entry point for messages: its module name, else its file."""
+    return self.entry_point or self.entry_point_file or '?'
+
+
+def how_to_name_the_entry_point(run: RunInfo) -> str:
+  """The flags that name the entry point and factory instead of `run`, with `run`'s values."""
+  module, _, function = (run.create_env_fn or '').partition(':')
+  factory = (f'MODULE:{function or "FUNCTION"}' if module in ('', MAIN_MODULE)
+             else run.create_env_fn)
+  recorded = [f'entry point {run.entry_point}']
+  if run.entry_point_file:
+    recorded.append(f'file {run.entry_point_file}')
+  recorded.append(f'environment factory {run.create_env_fn}')
+  return (f'pass --entry_point=MODULE --create_env_fn={factory}, the learner\'s module '
+          f'importable from here and its factory (recorded: {", ".join(recorded)}).')
+
+
+def _is_missing(module_name: str, error: ImportError) -> bool:
+  """Whether `error` says that `module_name` or one of its packages is not found (rather than
+  something it imports)."""
+  missing = getattr(error, 'name', None) if isinstance(error, ModuleNotFoundError) else None
+  return bool(missing) and (module_name == missing or module_name.startswith(missing + '.'))
+
+
+def _package_root(module_name: str, path: str | None) -> str | None:
+  """The directory that holds `module_name`'s top package when `path` is its file, else None."""
+  if not path or not os.path.isfile(path):
+    return None
+  *packages, name = module_name.split('.')
+  if os.path.splitext(os.path.basename(path))[0] != name:
+    return None
+  root = os.path.dirname(path)
+  for package in reversed(packages):
+    if os.path.basename(root) != package:
+      return None
+    root = os.path.dirname(root)
+  return root
+
+
+def _load_script(run: RunInfo) -> types.ModuleType:
+  """The script `run.entry_point_file`, imported under its file name with its directory first
+  on `sys.path` (as `python FILE` has it; its `__main__` guard keeps its main from running)."""
+  path = run.entry_point_file
+  if not path or not os.path.isfile(path):
+    where = f'ran the script {path}, which is not here' if path else 'names no entry point'
+    raise EvaluateError(f'The learner {where}: {how_to_name_the_entry_point(run)}')
+  name = os.path.splitext(os.path.basename(path))[0]
+  loaded = sys.modules.get(name)
+  if loaded is not None and getattr(loaded, '__file__', None) == path:
+    return loaded
+  sys.path.insert(0, os.path.dirname(path))
+  spec = importlib.util.spec_from_file_location(name, path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
+  try:
+    spec.loader.exec_module(module)
+  except BaseException as e:
+    del sys.modules[name]
+    if isinstance(e, ImportError):
+      raise EvaluateError(f'Cannot import the entry point {path}: {e}') from e
+    raise
+  return module
+
+
+def import_entry_point(run: RunInfo) -> types.ModuleType:
+  """The learner's entry point: the module `run.entry_point`, else `run.entry_point_file`.
+
+  A module that is not found by name is imported by name from the directory that holds its
+  top package, found from its file; a script run by path (no module name) is loaded from its
+  file.
+
+  Raises:
+    EvaluateError: it cannot be imported; when it is not found, the message names the flags
+      that replace the recorded entry point.
+  """
+  if not run.entry_point:
+    return _load_script(run)
+  try:
+    return importlib.import_module(run.entry_point)
+  except ImportError as e:
+    root = _package_root(run.entry_point, run.entry_point_file)
+    if not _is_missing(run.entry_point, e):
+      raise EvaluateError(f'Cannot import the entry point {run.entry_point}: {e}') from e
+    if root is None:
+      raise EvaluateError(f'Cannot import the entry point {run.entry_point}: {e}; run from the '
+                          f'directory that holds it, or {how_to_name_the_entry_point(run)}'
+                          ) from e
+  sys.path.insert(0, root)
+  importlib.invalidate_caches()
+  try:
+    return importlib.import_module(run.entry_point)
+  except ImportError as e:
+    raise EvaluateError(f'Cannot import the entry point {run.entry_point} from {root}: {e}'
+                        ) from e
 
 
 def _flag_name(argument: str) -> str:
@@ -73,14 +186,11 @@ def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
   Raises:
     EvaluateError: the entry point cannot be imported, or a flag is unknown or invalid.
   """
-  try:
-    module = importlib.import_module(run.entry_point)
-  except ImportError as e:
-    raise EvaluateError(f'Cannot import the entry point {run.entry_point}: {e}') from e
+  module = import_entry_point(run)
   learner_lines = [line.strip() for line in run.learner_flags or []]
   define_flags = getattr(module, 'define_flags', None)
   if callable(define_flags):
-    define_flags([run.entry_point] + learner_lines + list(overrides))
+    define_flags([run.program()] + learner_lines + list(overrides))
   if 'render_mode' not in flag_values:
     flags.DEFINE_string('render_mode', None, "Gymnasium render mode of the environment "
                         "('rgb_array' with --video), read by the environment factories.",
@@ -93,12 +203,16 @@ def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
   try:
     flag_values(['seed_rl.evaluate'] + learner_arguments + list(overrides))
   except flags.Error as e:
-    raise EvaluateError(f'Invalid flags for {run.entry_point}: {e}') from e
+    raise EvaluateError(f'Invalid flags for {run.program()}: {e}') from e
   return flag_values
 
 
-def import_function(qualified_name: str) -> Callable[..., Any]:
+def import_function(qualified_name: str, entry_point: types.ModuleType | None = None
+                    ) -> Callable[..., Any]:
   """The function named 'package.module:name' (a dotted name for class members).
+
+  A `__main__` module is `entry_point` (the learner's entry point, where a factory it defined
+  itself lives).
 
   Raises:
     EvaluateError: it cannot be imported.
@@ -108,7 +222,10 @@ def import_function(qualified_name: str) -> Callable[..., Any]:
     raise EvaluateError(f'Cannot import the environment factory {qualified_name!r}: expected '
                         'MODULE:FUNCTION of a module-level function (--create_env_fn).')
   try:
-    value = importlib.import_module(module_name)
+    if module_name == MAIN_MODULE and entry_point is not None:
+      value = entry_point
+    else:
+      value = importlib.import_module(module_name)
     for attribute in name.split('.'):
       value = getattr(value, attribute)
   except (ImportError, AttributeError) as e:
@@ -133,7 +250,7 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
   if video:
     config.render_mode = 'rgb_array'
     video_lib.prepare_rendering()
-  create_env = import_function(run.create_env_fn)
+  create_env = import_function(run.create_env_fn, import_entry_point(run))
   try:
     env = create_env(0, config)
   except Exception as e:  # Re-raised unless it is one of those below.
@@ -145,7 +262,7 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
     missing = _undefined_flag(e, config)
     if missing:
       raise EvaluateError(
-          f'{run.create_env_fn} reads the flag --{missing}, which {run.entry_point} does not '
+          f'{run.create_env_fn} reads the flag --{missing}, which {run.program()} does not '
           'define: pass --entry_point=MODULE, an entry point that defines the '
           'environment\'s flags (e.g. seed_rl.environments.atari.vtrace_main for Atari).') from e
     raise
