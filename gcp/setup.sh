@@ -187,16 +187,40 @@ _seed_rl_gcp_write_spec() {
   } > "$file"
 }
 
+# An example of the scenario's extra flags, for the usage message.
+_seed_rl_gcp_flag_example() {
+  case "$ENVIRONMENT" in
+    atari) echo "--game=Breakout";;
+    football) echo "--game=academy_empty_goal_close";;
+    dmlab) echo "--game=explore_goal_locations_large";;
+    mujoco) echo "--env_name=Hopper-v5";;
+    *) echo "--seed=1";;
+  esac
+}
+
+# The usage of a train script, with its scenario (SCENARIO and the flags HPARAMS) and an example:
+# on stdout and status 0 for --help ($1 = 0), else on stderr and status 2.
 _seed_rl_gcp_train_usage() {
-  cat >&2 <<EOF
-Usage: $0 ${SCENARIO_CHOICES:+$SCENARIO_CHOICES }[--dry-run] [--flag=value ...]
-Trains $ENVIRONMENT $AGENT ($SCENARIO) on Vertex AI: builds and pushes the image, writes the
-CustomJob spec and submits it. --flag=value arguments go to the learner and the actors after
-the scenario's own (the last value of a flag wins), e.g. --game=Breakout.
+  local status="${1:-2}" output=2 example script
+  [ "$status" = 0 ] && output=1
+  example="$(_seed_rl_gcp_flag_example)"
+  script="gcp/$(basename "$0")"
+  cat >&"$output" <<EOF
+Usage: $script ${SCENARIO_CHOICES:+$SCENARIO_CHOICES }[--dry-run] [--flag=value ...]
+Trains $ENVIRONMENT $AGENT on Vertex AI, scenario $SCENARIO: builds and pushes the image, writes
+the CustomJob spec and submits it. The scenario's flags:
+  ${HPARAMS[*]}
+--flag=value arguments go to the learner and the actors after these (the last value of a flag
+wins).
   --dry-run   write and print the spec and the commands; call neither gcloud nor docker
-Configuration by environment variables: see the header of gcp/setup.sh.
+  -h, --help  this message
+Actors: $NUM_ACTOR_MACHINES machines (NUM_ACTOR_MACHINES) x $ACTORS_PER_MACHINE actors (ACTORS_PER_MACHINE) x $ENV_BATCH_SIZE environment(s)
+(ENV_BATCH_SIZE), environment variables as the project, region and bucket are (see the header
+of gcp/setup.sh).
+Example:
+  $script ${SCENARIO_CHOICES:+$SCENARIO_ARG }--dry-run $example
 EOF
-  exit 2
+  exit "$status"
 }
 
 # Checks the container's flags ($@, those after "--") as the learner will get them from
@@ -271,7 +295,7 @@ start_training() {
   for argument in "$@"; do
     case "$argument" in
       --dry-run) SEED_RL_GCP_DRY_RUN=1;;
-      -h|--help) _seed_rl_gcp_train_usage;;
+      -h|--help) _seed_rl_gcp_train_usage 0;;
       --num_envs=*|--task=*|--run_mode=*|--server_address=*|--env_batch_size=*)
         _seed_rl_gcp_die "$argument is set by gcp/run.py from the machine shape (NUM_ACTOR_MACHINES, ACTORS_PER_MACHINE, ENV_BATCH_SIZE)";;
       --*=*|--*) extra_flags+=("$argument");;

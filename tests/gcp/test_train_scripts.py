@@ -192,8 +192,38 @@ def test_generic_script_takes_the_scenario_after_the_options_and_refuses_unknown
     assert result.returncode != 0
     assert message in result.stderr
     assert not (tmp_path / script / 'specs').exists()
-  result = _run('train_football.sh', '--help', path=bare_path, tmp_path=tmp_path)
-  assert 'train_football.sh [scoring|checkpoints] [--dry-run]' in result.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('script, args, env, scenario, example', [
+    ('train_football.sh', ['--help'], {}, 'football vtrace on Vertex AI, scenario '
+     'football_scoring', 'gcp/train_football.sh scoring --dry-run '
+     '--game=academy_empty_goal_close'),
+    ('train_football.sh', ['checkpoints', '-h'], {}, 'scenario football_checkpoints',
+     'gcp/train_football.sh checkpoints --dry-run --game=academy_empty_goal_close'),
+    ('train_football_checkpoints.sh', ['--help'], {}, 'scenario football_checkpoints',
+     'gcp/train_football.sh checkpoints --dry-run'),
+    ('train_dmlab.sh', ['rooms_watermaze', '--help'], {}, 'scenario dmlab_rooms_watermaze',
+     'gcp/train_dmlab.sh rooms_watermaze --dry-run --game='),
+    ('train_atari.sh', ['--help'], {}, 'atari r2d2 on Vertex AI, scenario atari',
+     'gcp/train_atari.sh --dry-run --game=Breakout'),
+    ('train_mujoco.sh', ['--help'], {'MUJOCO_AGENT': 'vtrace'}, 'scenario mujoco_vtrace',
+     'gcp/train_mujoco.sh --dry-run --env_name=Hopper-v5'),
+])
+def test_help_shows_the_scripts_own_usage_and_exits_0(script, args, env, scenario, example,
+                                                      tmp_path, bare_path):
+  result = _run(script, *args, path=bare_path, tmp_path=tmp_path, env=env)
+  assert result.returncode == 0, result.stdout + result.stderr
+  assert result.stderr == ''
+  lines = result.stdout.splitlines()
+  assert lines[0].startswith('Usage: gcp/')
+  assert scenario in result.stdout
+  assert lines[-2] == 'Example:' and lines[-1].startswith(f'  {example}'), lines[-2:]
+  if 'football' in script:
+    assert lines[0] == 'Usage: gcp/train_football.sh [scoring|checkpoints] [--dry-run] ' \
+                       '[--flag=value ...]'
+    assert 'Breakout' not in result.stdout and '--game=11_vs_11_hard_stochastic' in result.stdout
+  assert not (tmp_path / 'specs').exists()
 
 
 @pytest.mark.timeout(60)
@@ -336,7 +366,6 @@ def test_no_accelerator_when_the_count_is_zero_and_a_custom_image(tmp_path, bare
     (['--dry-run', 'Pong'], {}, "unexpected argument 'Pong'"),
     (['--dry-run'], {'NUM_ACTOR_MACHINES': '0'}, 'NUM_ACTOR_MACHINES must be an integer >= 1'),
     (['--dry-run'], {'ENV_BATCH_SIZE': 'x'}, 'ENV_BATCH_SIZE must be an integer >= 1'),
-    (['--help'], {}, 'Usage:'),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(args, env, message, tmp_path,
                                                           bare_path):
