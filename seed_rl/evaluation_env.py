@@ -16,18 +16,25 @@ point.
 Environments run apart from TensorFlow as in training, where actors never import it, and that is
 needed here: Mesa's software OpenGL (MuJoCo's renderer without a GPU) and TensorFlow both carry
 LLVM, and a process holding both crashes at the first frame. It also leaves the caller's absl
-flags alone, so one Python process can evaluate logdirs of entry points whose flags clash.
+flags alone, so one Python process can evaluate logdirs of entry points whose flags clash. The
+process is a fresh interpreter that imports this module and the entry point only, never the
+caller's main module (as multiprocessing's spawn would): a script calling `seed_rl.evaluate`
+needs no `if __name__ == '__main__':` guard, and its code runs once.
 """
 
 import dataclasses
 import importlib
 import importlib.util
-import multiprocessing
+import json
 import os
+import pickle
+import socket
+import subprocess
 import sys
 import traceback
 import types
 from collections.abc import Callable, Sequence
+from multiprocessing import connection as mp_connection
 from typing import Any
 
 from absl import flags
@@ -39,6 +46,9 @@ INFO_KEYS = ('score_reward', 'abandoned')
 # The module of a factory that the learner's entry point defines, as scripts run by path (and
 # learners older than `entry_point_file`) record it: `__main__:NAME`.
 MAIN_MODULE = '__main__'
+# The environment process: the parent's `sys.path`, then `serve` on the connection's descriptor.
+_CHILD_PROGRAM = ('import json, sys; sys.path[:] = json.loads(sys.argv[1]); '
+                  'from seed_rl import evaluation_env; evaluation_env.serve(int(sys.argv[2]))')
 
 
 class EvaluateError(Exception):
@@ -285,17 +295,40 @@ def _info(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _send_error(connection: Any, error: BaseException) -> None:
-  """Sends `error` and the current traceback to the parent: as a RuntimeError with its message
-  if it does not pickle, and not at all if the parent is gone."""
+  """Sends `error` pickled, its text and the current traceback to the parent (which raises a
+  RuntimeError of the text when the error does not pickle here or unpickle there: a class of a
+  script the parent cannot import); nothing if the parent is gone."""
   child_traceback = traceback.format_exc()
-  for sent in (error, RuntimeError(f'{type(error).__name__}: {error}')):
+  try:
+    pickled = pickle.dumps(error)
+  except Exception:  # noqa: BLE001  (it does not pickle: the parent gets the text)
+    pickled = None
+  try:
+    connection.send(('error', pickled, f'{type(error).__name__}: {error}', child_traceback))
+  except (OSError, EOFError):
+    pass
+
+
+def _unpickled_error(pickled: bytes | None, text: str) -> BaseException:
+  """The child's error from `_send_error`, else a RuntimeError of its text."""
+  if pickled is not None:
     try:
-      connection.send(('error', sent, child_traceback))
-      return
-    except (OSError, EOFError):
-      return
-    except Exception:  # noqa: BLE001, S112  (it does not pickle: send the RuntimeError)
-      continue
+      return pickle.loads(pickled)
+    except Exception:  # noqa: BLE001, S110  (its class does not import here)
+      pass
+  return RuntimeError(text)
+
+
+def serve(descriptor: int) -> None:
+  """The environment process's main (`_CHILD_PROGRAM`): on the connection of the socket
+  `descriptor`, receives `(run, overrides, video, seed)`, then serves as `_serve`."""
+  connection = mp_connection.Connection(descriptor)
+  try:
+    run, overrides, video, seed = connection.recv()
+  except (OSError, EOFError):  # The parent is gone.
+    connection.close()
+    return
+  _serve(connection, run, overrides, video, seed)
 
 
 def _serve(connection: Any, run: RunInfo, overrides: Sequence[str], video: str | None,
@@ -303,8 +336,8 @@ def _serve(connection: Any, run: RunInfo, overrides: Sequence[str], video: str |
   """The child process: creates the environment and resets it with `seed`, then answers
   `EnvironmentProcess` requests.
 
-  Every answer is `('ok', value)`, or `('error', exception, traceback text)` after which the
-  process ends (the parent raises the exception).
+  Every answer is `('ok', value)`, or `('error', pickled exception, its text, traceback text)`
+  after which the process ends (the parent raises the exception).
   """
   env = None
   try:
@@ -352,13 +385,18 @@ class EnvironmentProcess:
 
   def __init__(self, run: RunInfo, overrides: Sequence[str] = (), video: str | None = None,
                seed: int | None = None):
-    context = multiprocessing.get_context('spawn')
-    self._connection, child_connection = context.Pipe()
-    self._process = context.Process(target=_serve, name='seed_rl.evaluate environment',
-                                    args=(child_connection, run, list(overrides), video, seed),
-                                    daemon=True)
-    self._process.start()
-    child_connection.close()
+    parent_socket, child_socket = socket.socketpair()
+    try:
+      with child_socket:
+        descriptor = child_socket.fileno()
+        self._process = subprocess.Popen(
+            [sys.executable, '-c', _CHILD_PROGRAM, json.dumps([str(p) for p in sys.path]),
+             str(descriptor)], stdin=subprocess.DEVNULL, pass_fds=[descriptor])
+    except BaseException:
+      parent_socket.close()
+      raise
+    self._connection = mp_connection.Connection(parent_socket.detach())
+    self._connection.send((run, list(overrides), video, seed))
     self._seed = seed
     self._first_reset = None
     self.name = None
@@ -371,17 +409,21 @@ class EnvironmentProcess:
 
   def _receive(self) -> Any:
     while not self._connection.poll(0.5):
-      if not self._process.is_alive():
+      if self._process.poll() is not None:
         raise EvaluateError(f'The environment process ended (exit code '
-                            f'{self._process.exitcode}) without an answer.')
+                            f'{self._process.returncode}) without an answer.')
     try:
       message = self._connection.recv()
     except EOFError:
-      self._process.join(5)
+      try:
+        self._process.wait(5)
+      except subprocess.TimeoutExpired:
+        pass
       raise EvaluateError(f'The environment process ended (exit code '
-                          f'{self._process.exitcode}) without an answer.') from None
+                          f'{self._process.returncode}) without an answer.') from None
     if message[0] == 'error':
-      _, error, child_traceback = message
+      _, pickled, text, child_traceback = message
+      error = _unpickled_error(pickled, text)
       self._connection.close()  # The child process ends after an error.
       if isinstance(error, video_lib.RenderError):
         raise EvaluateError(str(error))
@@ -414,7 +456,7 @@ class EnvironmentProcess:
     With `raise_errors=False` (cleaning up after another error) failures are ignored.
     """
     try:
-      if self._process.is_alive() and not self._connection.closed:
+      if self._process.poll() is None and not self._connection.closed:
         return self._call('close')
       return None
     except (Exception, KeyboardInterrupt):
@@ -423,7 +465,8 @@ class EnvironmentProcess:
       return None
     finally:
       self._connection.close()
-      self._process.join(10 if raise_errors else 2)
-      if self._process.is_alive():
+      try:
+        self._process.wait(10 if raise_errors else 2)
+      except subprocess.TimeoutExpired:
         self._process.kill()
-        self._process.join()
+        self._process.wait()
