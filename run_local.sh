@@ -12,8 +12,9 @@
 # interactive terminal the processes run in a tmux session of their own (seed_rl_<logdir's
 # name>_<hash>; the original's layout), one window each that shows its output as it goes to its
 # log, after the windows main and progress (the progress line); otherwise they run in the
-# background, with the progress line here. Ctrl-C, ./stop_local.sh (the runs of this checkout)
-# or ./stop_local.sh --logdir=LOGDIR stops the run (the learner checkpoints first).
+# background, with the progress line here. A logdir with a checkpoint is resumed from it (and
+# says so). Ctrl-C, ./stop_local.sh (the runs of this checkout) or ./stop_local.sh
+# --logdir=LOGDIR stops the run (the learner checkpoints first).
 # With --docker it builds the image of ENV (docker/build.sh) and runs all that inside a
 # container (docker/run.sh) instead, where a Docker engine is reachable.
 set -euo pipefail
@@ -215,7 +216,9 @@ fi
 
 echo "seed_rl: $ENVIRONMENT $AGENT, $NUM_ACTORS actor(s) x $ENV_BATCH_SIZE env(s);" \
      "logdir $LOGDIR; learner on $ADDRESS"
-echo "seed_rl: a checkpoint in the logdir is resumed; delete $LOGDIR to start afresh."
+if checkpoint="$(seed_rl_resumed_checkpoint "$LOGDIR")"; then
+  echo "seed_rl: resuming from the checkpoint $checkpoint; delete $LOGDIR to start afresh"
+fi
 board="TensorBoard on http://localhost:$TENSORBOARD_PORT"
 [ -n "$TENSORBOARD_PORT" ] || board="no TensorBoard"
 stop_command="$(printf '%q ' "$ROOT/stop_local.sh" "--logdir=$LOGDIR")"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sourced by run_local.sh and stop_local.sh: where a run of run_local.sh is recorded, and how its
-# records are read and released. The records (see seed_rl/common/local_run.py, which takes them):
+# Sourced by run_local.sh and stop_local.sh: where a run of run_local.sh is recorded, how its
+# records are read and released, and which checkpoint of its logdir it resumes. The records
+# (see seed_rl/common/local_run.py, which takes them):
 #   LOGDIR/run_local.lock   the run that owns LOGDIR: key=value lines (run_id, owner_pid,
 #                           owner_start, host, address, tensorboard_port, pidfile, tmux_session,
 #                           registry, reservation=... for each port it holds)
@@ -68,4 +69,20 @@ seed_rl_release_run() {
   registry="$(seed_rl_record_get "$lock" registry)"
   [ -z "$registry" ] || rm -f "$registry/$run_id"
   rm -f "$lock"
+}
+
+# Prints the checkpoint that a learner with --logdir=$1 resumes from: the latest one listed in
+# the logdir's checkpoint state file (LOGDIR/checkpoint, written by TensorFlow's
+# CheckpointManager) whose index file is there, e.g. LOGDIR/ckpt-500. Fails when there is none:
+# the learner starts afresh.
+seed_rl_resumed_checkpoint() {
+  local logdir="$1" path found=""
+  [ -f "$logdir/checkpoint" ] || return 1
+  while IFS= read -r path; do
+    case "$path" in /*) ;; *) path="$logdir/$path";; esac
+    if [ -f "$path.index" ]; then found="$path"; fi
+  done < <(sed -n 's/^\(all_model_checkpoint_paths\|model_checkpoint_path\): "\(.*\)"$/\2/p' \
+               "$logdir/checkpoint")
+  [ -n "$found" ] || return 1
+  echo "$found"
 }

@@ -98,6 +98,7 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
                       timeout=220)
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
   assert 'training finished' in result.stdout
+  assert 'resuming from the checkpoint' not in result.stdout  # A new logdir.
   # 2 actors fill a machine of 2 cores or fewer: the learner's TensorFlow gets fewer threads.
   fills_the_cores = len(os.sched_getaffinity(0)) <= 2
   assert ('the learner\'s TensorFlow uses 1 thread per op' in result.stdout) == fills_the_cores
@@ -117,6 +118,8 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
                      '--unroll_length=10', '--batch_size=4', '--total_environment_frames=2000',
                      timeout=220)
   assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+  assert (f'seed_rl: resuming from the checkpoint {logdir}/ckpt-50; delete {logdir} to start '
+          'afresh') in again.stdout
   kept = [p for p in (logdir / 'logs').iterdir() if p.is_dir()]
   assert len(kept) == 1 and f'the previous run\'s logs are in {kept[0]}' in again.stdout
   assert (kept[0] / 'learner.log').read_text() == learner_log

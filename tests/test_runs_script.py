@@ -38,3 +38,30 @@ def test_an_exited_process_its_parent_has_not_reaped_is_not_alive():
     running.wait(10)
     exited.wait(10)
   assert not _alive(running.pid)
+
+
+def _resumed_checkpoint(logdir) -> subprocess.CompletedProcess:
+  return subprocess.run(['bash', '-c', 'source scripts/runs.sh; seed_rl_resumed_checkpoint "$1"',
+                         'bash', str(logdir)], cwd=ROOT, capture_output=True, text=True,
+                        timeout=20)
+
+
+def test_the_checkpoint_a_learner_resumes_from_is_its_managers_latest(tmp_path):
+  """run_local.sh names it before the run starts (and says nothing of one for a new logdir)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only this test needs it)
+  result = _resumed_checkpoint(tmp_path)
+  assert result.returncode == 1 and result.stdout == ''
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.)), str(tmp_path),
+                                       max_to_keep=2)
+  manager.save(checkpoint_number=10)
+  manager.save(checkpoint_number=20)
+  result = _resumed_checkpoint(tmp_path)
+  assert result.returncode == 0 and result.stdout == f'{tmp_path}/ckpt-20\n'
+  # One whose files are gone is not resumed (the learner tries the one before).
+  for path in tmp_path.glob('ckpt-20.*'):
+    path.unlink()
+  assert _resumed_checkpoint(tmp_path).stdout == f'{tmp_path}/ckpt-10\n'
+  for path in tmp_path.glob('ckpt-10.*'):
+    path.unlink()
+  result = _resumed_checkpoint(tmp_path)
+  assert result.returncode == 1 and result.stdout == ''
