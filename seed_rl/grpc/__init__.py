@@ -13,11 +13,12 @@ from typing import Any
 from seed_rl.grpc import errors
 from seed_rl.grpc.client import Client
 from seed_rl.grpc.errors import (CancelledError, InternalError, InvalidArgumentError, OpError,
-                                 ResourceExhaustedError, UnauthenticatedError, UnavailableError)
+                                 ResourceExhaustedError, TrainingFinishedError,
+                                 UnauthenticatedError, UnavailableError)
 
 __all__ = ['Client', 'Server', 'errors', 'OpError', 'CancelledError', 'InternalError',
-           'InvalidArgumentError', 'ResourceExhaustedError', 'UnauthenticatedError',
-           'UnavailableError']
+           'InvalidArgumentError', 'ResourceExhaustedError', 'TrainingFinishedError',
+           'UnauthenticatedError', 'UnavailableError']
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,15 @@ TensorFlow is already imported in the calling process, so learner-side code that
 
 To catch an error whatever its origin, use the class tuples of `error_classes`, e.g.
 `except errors.error_classes(errors.UNAVAILABLE) as e:`.
+
+One status has a class of its own: OUT_OF_RANGE with a message that starts with
+`TRAINING_FINISHED` is how a server says that its work is done for good (`Server.finish`: the
+learner spent its frame budget). It is raised as `TrainingFinishedError`, this module's class
+even when TensorFlow is loaded (TensorFlow has no such class), so that an actor stops on it. Why
+OUT_OF_RANGE: it means "past the end" (TensorFlow's end of a sequence) and is not one that gRPC
+clients retry, while UNAVAILABLE, which a server that shuts down for a preemption or restart
+gives, tells actors to reconnect. The message marker tells it apart from an OUT_OF_RANGE error
+that a served function raises (e.g. a closed queue), which must not stop anyone.
 """
 
 import sys
@@ -83,6 +92,14 @@ UnavailableError = _make_class('UnavailableError', UNAVAILABLE)
 DataLossError = _make_class('DataLossError', DATA_LOSS)
 UnauthenticatedError = _make_class('UnauthenticatedError', UNAUTHENTICATED)
 
+
+class TrainingFinishedError(OutOfRangeError):
+  """The server's work is done for good (the learner finished training): do not call again."""
+
+
+#: The start of the message of the OUT_OF_RANGE status that `TrainingFinishedError` stands for.
+TRAINING_FINISHED = 'Training finished: the learner serves no more calls'
+
 CLASS_BY_CODE: Dict[int, Type[OpError]] = {
     cls.code: cls for cls in (
         CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError,
@@ -102,8 +119,11 @@ def make_error(code: int, message: str) -> Exception:
   """Returns the exception for an error `code`.
 
   The `tf.errors` class when TensorFlow is already loaded in this process, else the class of this
-  module with the same name. Unknown codes become UnknownError.
+  module with the same name. Unknown codes become UnknownError. OUT_OF_RANGE with a message that
+  starts with `TRAINING_FINISHED` becomes `TrainingFinishedError`.
   """
+  if code == OUT_OF_RANGE and message.startswith(TRAINING_FINISHED):
+    return TrainingFinishedError(message)
   cls = CLASS_BY_CODE.get(code, UnknownError)
   tf_errors = _tf_errors()
   if tf_errors is not None:

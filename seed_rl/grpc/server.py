@@ -23,6 +23,12 @@ requests being decoded, queued or executed, so that many large requests cannot e
 learner's memory); then, per caller and before its rows join a batch, the shapes and dtypes of the
 request (`batching`) and the method's optional validator of values (`Server.bind`).
 
+How serving ends tells the clients what to do next. `shutdown` alone (a preemption, a stop
+request, a restart) answers callers with UNAVAILABLE: the server may come back, so actors
+reconnect. `finish` (the learner spent its frame budget) answers them, every later call and every
+Init with OUT_OF_RANGE and the message `errors.TRAINING_FINISHED`: the client raises
+`TrainingFinishedError`, and actors stop.
+
 Behaviour follows the original SEED RL op: see `batching` for batching, validation and fan-out,
 `binding` for how a tf.function is analysed, `security` for TLS, token and refusal logging.
 """
@@ -34,7 +40,7 @@ import sys
 import threading
 import time
 from concurrent import futures
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -59,6 +65,8 @@ _SERVICE = 'seed_rl.TensorService'
 _SHUTDOWN_MESSAGE = 'Server shutdown: the server closed while the call was pending'
 _GRACE_SECONDS = 0.1
 _SHUTDOWN_POLL_SECONDS = 0.005
+# Seconds between two looks at the open streams while `wait_for_clients_to_leave` waits.
+_LEAVE_POLL_SECONDS = 0.01
 # Pool threads beyond max_concurrent_streams: they answer Init and refuse extra streams clearly.
 _SPARE_THREADS = 16
 _UNAUTHENTICATED_MESSAGE = ('Missing or wrong seed_rl token: this server serves only the clients '
@@ -182,7 +190,10 @@ class _Run:
     self._batchers: Dict[str, batching.MethodBatcher] = {}
     self._batcher_list: Sequence[batching.MethodBatcher] = ()  # The same, for the hot path.
     self._batchers_lock = threading.Lock()
-    self._closing = False
+    # Once `finish` or `stop` sets it, every call gets this status instead of being served.
+    self._end_status: Optional[Tuple[int, str]] = None
+    self._end_response: Optional[bytes] = None
+    self.finished = False  # Whether `finish` was called.
     self._running = 0  # Executions in flight.
     self._running_lock = threading.Lock()
     self._max_streams = max_concurrent_streams
@@ -229,10 +240,34 @@ class _Run:
   def start(self) -> None:
     self._server.start()
 
-  def stop(self, timeout: float) -> None:
-    """Answers waiting callers with UNAVAILABLE, closes every stream, waits for executions."""
-    self._closing = True
+  def _end(self, code: int, message: str) -> None:
+    """From now on every call gets the status (code, message); so do the waiting callers."""
+    self._end_status = (code, message)
+    self._end_response = batching.error_response(code, message)
     self._fail_pending()
+
+  def finish(self) -> None:
+    """Answers every call, waiting or to come, and every Init with the training-finished status;
+    so do executions that end from now on, instead of their results."""
+    self.finished = True
+    self._end(errors.OUT_OF_RANGE, errors.TRAINING_FINISHED)
+
+  def wait_for_clients_to_leave(self, timeout: float) -> bool:
+    """Waits up to `timeout` seconds until no client stream is open; True if none is."""
+    deadline = time.monotonic() + timeout
+    while self._streams and time.monotonic() < deadline:
+      if self._end_status is not None:
+        self._fail_pending()  # A call that slipped in as the run ended must not wait for rows.
+      time.sleep(_LEAVE_POLL_SECONDS)
+    return not self._streams
+
+  def stop(self, timeout: float) -> None:
+    """Answers waiting callers with UNAVAILABLE (after `finish`: with its status), closes every
+    stream, waits for executions."""
+    if self._end_status is None:
+      self._end(errors.UNAVAILABLE, _SHUTDOWN_MESSAGE)
+    else:
+      self._fail_pending()
     self._server.stop(_GRACE_SECONDS).wait()
     self._fail_pending()  # Calls that slipped in while closing must not park a thread forever.
     deadline = time.monotonic() + timeout
@@ -257,7 +292,7 @@ class _Run:
     with self._batchers_lock:
       batchers = list(self._batchers.values())
     for batcher in batchers:
-      batcher.fail_pending(errors.UNAVAILABLE, _SHUTDOWN_MESSAGE)
+      batcher.fail_pending(*self._end_status)
 
   # --- handlers (pool threads) ----------------------------------------------------------------
 
@@ -270,6 +305,8 @@ class _Run:
     finally:
       with self._running_lock:
         self._running -= 1
+    if self.finished:
+      results = [(slot, self._end_response) for slot, _ in results]
     for slot, payload in results:
       slot.set_result(payload)
 
@@ -305,6 +342,8 @@ class _Run:
   def _init(self, data: bytes, context) -> service_pb2.InitResponse:
     """Returns the output signatures; refuses a client that could not open its stream."""
     self._authorize(context)
+    if self.finished:
+      context.abort(grpc.StatusCode.OUT_OF_RANGE, errors.TRAINING_FINISHED)
     if self._streams >= self._max_streams:
       self._refused_streams.record(context.peer())
       context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._streams_message())
@@ -378,8 +417,8 @@ class _Run:
   def _dispatch(self, data: bytes) -> bytes:
     """The response to the request in `data`: read as laid out like a request served before
     when it is (`MethodBatcher.call_known`), else parsed."""
-    if self._closing:
-      return batching.error_response(errors.UNAVAILABLE, _SHUTDOWN_MESSAGE)
+    if self._end_response is not None:
+      return self._end_response
     function = batcher = None
     try:
       for batcher in self._batcher_list:
@@ -480,6 +519,7 @@ class Server:
     self._methods: Dict[str, _Method] = {}
     self._cpu_device = binding.cpu_device_name()
     self._run: Optional[_Run] = None
+    self._finished = False
     self._lock = threading.Lock()
 
   def bind(self, fn: Any,
@@ -532,7 +572,8 @@ class Server:
           method.add(bound)
 
   def start(self) -> None:
-    """Starts serving (returns once listening).
+    """Starts serving (returns once listening). A server that `finish` ended serves only its
+    status, and needs no bound function.
 
     Raises:
       tf.errors.UnavailableError: nothing bound, or an address cannot be listened on.
@@ -541,10 +582,12 @@ class Server:
     with self._lock:
       if self._run is not None:
         raise tf.errors.InvalidArgumentError(None, None, 'Server is already started')
-      if not self._methods:
+      if not self._methods and not self._finished:
         raise tf.errors.UnavailableError(None, None, 'No function was bound')
       run = _Run(self._addresses, self._methods, self._options, self._credentials, self._token,
                  self._max_concurrent_streams, self._max_bytes_in_flight)
+      if self._finished:
+        run.finish()
       run.start()
       self._run = run
 
@@ -568,15 +611,41 @@ class Server:
     run = self._run
     return list(run.ports) if run is not None else []
 
+  def finish(self) -> None:
+    """Tells every client that the server's work is done for good (the learner finished
+    training), where `shutdown` alone tells them that the server went away and may come back.
+
+    From now on callers waiting for a batch, calls whose execution ends (instead of their
+    results), every later call and every client's Init get OUT_OF_RANGE with the message
+    `errors.TRAINING_FINISHED`; the client raises `TrainingFinishedError`, on which actors stop.
+    This lasts for the life of the server, through `shutdown` and `start` (which then serves that
+    status alone, bound functions or not). Call `wait_for_clients_to_leave` before `shutdown`
+    so that clients between two calls (e.g. stepping their environments) hear it too: `shutdown`
+    closes their streams, and a client whose stream closes reconnects. Thread-safe.
+    """
+    with self._lock:
+      self._finished = True
+      run = self._run
+    if run is not None:
+      run.finish()
+
+  def wait_for_clients_to_leave(self, timeout: float) -> bool:
+    """Waits up to `timeout` seconds until no client holds a stream open (e.g. after `finish`,
+    until every actor heard of it and went); True if none does. True at once when the server
+    is not running."""
+    run = self._run
+    return run.wait_for_clients_to_leave(timeout) if run is not None else True
+
   def shutdown(self) -> None:
     """Stops serving; bindings are kept, so `start` may be called again.
 
-    Callers waiting for a batch get UNAVAILABLE ("server closed"), every stream is closed (clients
-    then get UNAVAILABLE), and this waits up to `shutdown_timeout` seconds for executions still
-    running; their results are dropped. Running executions are not interrupted: TensorFlow's
-    Python cancellation context is process-global and cannot be scoped to this server's threads,
-    so a bound function blocked on, e.g., a full queue must be released by its owner (close the
-    queue). Does nothing if the server is not running.
+    Callers waiting for a batch get UNAVAILABLE ("server closed"; after `finish`, its status),
+    every stream is closed (clients then get UNAVAILABLE), and this waits up to
+    `shutdown_timeout` seconds for executions still running; their results are dropped. Running
+    executions are not interrupted: TensorFlow's Python cancellation context is process-global
+    and cannot be scoped to this server's threads, so a bound function blocked on, e.g., a full
+    queue must be released by its owner (close the queue). Does nothing if the server is not
+    running.
     """
     with self._lock:
       run, self._run = self._run, None

@@ -33,19 +33,23 @@ ACTOR = textwrap.dedent('''
       else:
         raise AssertionError('no error')
       assert not hasattr(client, 'update_config')
-    try:
-      grpc.Client('unix:/nonexistent/socket', timeout=0.3)
-    except grpc.UnavailableError as e:
-      assert e.code == 14
-    else:
-      raise AssertionError('no error')
+    # No server at all, and a server that finished (the learner's end of training).
+    for address, timeout, error in [('unix:/nonexistent/socket', 0.3, grpc.UnavailableError),
+                                    (sys.argv[2], 30, grpc.TrainingFinishedError)]:
+      try:
+        grpc.Client(address, timeout=timeout)
+      except error as e:
+        assert type(e) is getattr(grpc.errors, error.__name__), repr(e)
+        assert e.code == error.code, repr(e)
+      else:
+        raise AssertionError(f'no {error.__name__}')
     assert 'tensorflow' not in sys.modules, 'the client imported TensorFlow'
     print('ACTOR OK')
 ''')
 
 
 @pytest.mark.timeout(120)
-def test_client_never_imports_tensorflow(servers, unix_address):
+def test_client_never_imports_tensorflow(servers, unix_address, sock_dir):
   agent_output = __import__('collections').namedtuple('AgentOutput', 'action extra')
   signature = [tf.TensorSpec([2], tf.int32),
                (tf.TensorSpec([2], tf.float32), tf.TensorSpec([2], tf.bool),
@@ -55,16 +59,20 @@ def test_client_never_imports_tensorflow(servers, unix_address):
   def inference(env_ids, env_output):
     return agent_output(action=env_ids, extra={'value': env_output[0]})
 
-  _serve_and_run_actor(servers, unix_address, [inference], ACTOR)
+  finished = servers([f'unix:{sock_dir}/finished.sock'])
+  finished.finish()
+  finished.start()
+  _serve_and_run_actor(servers, unix_address, [inference], ACTOR, f'unix:{sock_dir}/finished.sock')
 
 
-def _serve_and_run_actor(servers, address, fns, actor_script):
-  """Serves `fns` on `address` and runs `actor_script` against it in a fresh interpreter."""
+def _serve_and_run_actor(servers, address, fns, actor_script, *script_args):
+  """Serves `fns` on `address` and runs `actor_script` against it in a fresh interpreter, with
+  the address and `script_args` as its arguments."""
   server = servers([address])
   for fn in fns:
     server.bind(fn)
   server.start()
-  result = subprocess.run([sys.executable, '-c', actor_script, address], cwd=REPO,
+  result = subprocess.run([sys.executable, '-c', actor_script, address, *script_args], cwd=REPO,
                           capture_output=True, text=True, timeout=100)
   assert result.returncode == 0, result.stderr
   assert 'ACTOR OK' in result.stdout
