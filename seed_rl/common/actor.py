@@ -3,9 +3,12 @@
 An actor owns environments `[task * b, (task + 1) * b)` (b = env_batch_size). Each step it sends
 `(env_ids, run_ids, EnvOutput, raw_rewards)` for all of them in one call and applies the
 returned actions (with `--double_buffered_acting`, in two calls of half of them, one half
-stepping while the other's call is in flight). When the learner goes away (end of training, preemption, restart) the actor
-closes its environments, reconnects and starts again with new run ids, which tells the learner
-to reset those environments' state.
+stepping while the other's call is in flight).
+
+When the learner finishes training it says so (`grpc.TrainingFinishedError`), and the actor says
+so in one line and stops. When the learner goes away (preemption, stop request, restart) the
+actor closes its environments, reconnects, waiting as long as it takes, and starts again with new
+run ids, which tells the learner to reset those environments' state.
 """
 
 from concurrent import futures
@@ -265,15 +268,17 @@ def _first_line(error: Exception) -> str:
 
 def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
                log_period: float = 1, max_steps: Optional[int] = None) -> None:
-  """Acts forever (or for `max_steps` inference calls), reconnecting to the learner as needed.
+  """Acts until the learner says that it finished training (or for `max_steps` inference
+  calls), reconnecting to the learner whenever it goes away.
 
   Args:
     create_env_fn: `(env_id, config) -> gymnasium.Env`.
     config: flags `server_address`, `task`, `env_batch_size`, `double_buffered_acting`, `render`
-      (and the grpc_* security flags); absl `FLAGS` by default. The learner's experiment flags are applied to it.
+      (and the grpc_* security flags); absl `FLAGS` by default. The learner's experiment flags
+      are applied to it.
     log_period: seconds between progress lines.
     max_steps: stop after stepping every environment this many times (for tests and
-      benchmarks); None: forever.
+      benchmarks); None: until the learner finishes training.
 
   Raises:
     FatalActorError: the learner refused this actor's calls (INVALID_ARGUMENT: e.g. env ids the
@@ -293,7 +298,11 @@ def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
           f'{_first_line(e)}') from e
     except env_wrappers.InvalidActionError as e:
       raise FatalActorError(str(e)) from e
+    except errors.TrainingFinishedError:
+      logging.info('The learner at %s finished training; this actor stops.',
+                   config.server_address)
+      return
     except reconnectable as e:
-      logging.info('Inference call failed. This is normal at the end of training. (%s)',
+      logging.info('Inference call failed: the learner stopped or restarts; reconnecting. (%s)',
                    _first_line(e))
       time.sleep(1)

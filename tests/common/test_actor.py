@@ -202,3 +202,47 @@ def test_an_actor_waiting_for_its_learner_says_so_and_connects_when_it_comes(
     assert not acting.is_alive() and result == [None]
   finally:
     server.shutdown()
+
+
+@pytest.mark.parametrize('double_buffered', [False, True])
+def test_an_actor_reconnects_after_its_learner_went_away_and_stops_when_training_finished(
+    tmp_path, monkeypatch, double_buffered):
+  lines = []
+  monkeypatch.setattr(actor.logging, 'info', lambda message, *args: lines.append(message % args))
+  calls = []
+
+  @tf.function(input_signature=_signature(2))
+  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    tf.py_function(lambda: calls.append(1) or 0, [], tf.int32)
+    return tf.constant([0, 1], tf.int64)
+
+  def wait_for_calls(count):
+    deadline = time.time() + 30
+    while len(calls) < count:
+      assert time.time() < deadline, lines
+      time.sleep(0.05)
+
+  # Double-buffered: two halves of 2 environments, each in its own calls of 2 rows.
+  config = _config(tmp_path, env_batch_size=4 if double_buffered else 2,
+                   double_buffered_acting=double_buffered)
+  acting = threading.Thread(target=actor.actor_loop, args=(_cartpole, config), daemon=True)
+  acting.start()
+  server = _serve(tmp_path, inference)
+  try:
+    wait_for_calls(3)
+  finally:
+    server.shutdown()  # As a learner stopped by SIGTERM (a preemption) does.
+  time.sleep(1.5)
+  assert acting.is_alive(), lines
+  assert any(line.startswith('Inference call failed') for line in lines), lines
+  server = _serve(tmp_path, inference)  # The restarted learner.
+  try:
+    wait_for_calls(len(calls) + 3)
+    assert len([line for line in lines if line.startswith('Actor 0 connected')]) == 2, lines
+    server.finish()  # As a learner that spent its frame budget does.
+    acting.join(10)
+    assert not acting.is_alive()
+  finally:
+    server.shutdown()
+  assert lines[-1] == (f'The learner at unix:{tmp_path}/learner.sock finished training; this '
+                       'actor stops.'), lines
