@@ -3,6 +3,13 @@
 A stop request (SIGTERM from a preemption or stop_local.sh, Ctrl-C) must end training within
 seconds and still leave a checkpoint, even while a training step waits for data: training runs
 in its own thread and the main thread closes the learner's queues to release it.
+
+How serving ends tells the actors what to do. At the end of training (the frame budget spent)
+the learner answers every call with "training finished" (`grpc.Server.finish`) and waits a few
+seconds for its actors to hear it and go: they stop. A learner that stops for any other reason
+(a stop request, an error) just shuts its server down: its actors keep reconnecting, so that a
+restarted learner gets them back. A learner restored at the end of its budget serves that answer
+alone for a moment (`answer_training_finished`), for the actors that wait for it.
 """
 
 import contextlib
@@ -19,6 +26,13 @@ from seed_rl.common import learner_config
 from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.grpc import security
+
+# Seconds a learner that finished training waits for its actors to hear it and close their
+# streams (each is at most one environment step from its next call) before it shuts down.
+ACTORS_LEAVE_SECS = 5.
+# Seconds a learner restored at the end of its budget answers that training finished: actors
+# waiting for it try to connect every 0.5 s.
+FINISHED_ANSWER_SECS = 3.
 
 
 @contextlib.contextmanager
@@ -80,11 +94,16 @@ def run_training(train_once: Callable[[], None], is_done: Callable[[], bool],
     raise errors[0]
 
 
+def _new_server(config) -> 'grpc.Server':
+  """A gRPC server on `config.server_address` with the security of the grpc_* flags."""
+  return grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
+
+
 def start_server(config, inference_fns, validate: Callable[[Any], None]) -> 'grpc.Server':
   """A gRPC server on `config.server_address` serving `inference` (one function per inference
   device, used round robin per batch; `validate` checks each request before it joins a batch)
   and, for flag configs, `get_config` for the actors."""
-  server = grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
+  server = _new_server(config)
   server.bind(inference_fns, validate=validate)
   if isinstance(config, flags.FlagValues):
 
@@ -102,15 +121,46 @@ def serve_and_train(server: 'grpc.Server', logger: progress_logger.ProgressLogge
                     episode_stats: episodes.EpisodeStats) -> None:
   """Serves the actors and trains until done or stopped, then stops serving.
 
-  A stop request closes the unroll queue, which ends a training step waiting for data and
-  inference calls waiting for queue space.
+  The end of training or a stop request closes the unroll queue, which ends a training step
+  waiting for data and inference calls waiting for queue space. At the end of training the
+  actors first get "training finished", instead of the queue's error, and a few seconds to go
+  (see the module docstring).
   """
   server.start()
   logger.start(logging_callback)
+  finished = False
+
+  def release_blocked():
+    nonlocal finished
+    finished = is_done()
+    if finished:
+      server.finish()
+    unroll_queue.close(cancel_pending_enqueues=True)
+
   try:
-    run_training(train_once, is_done, stop_requested,
-                 lambda: unroll_queue.close(cancel_pending_enqueues=True))
+    run_training(train_once, is_done, stop_requested, release_blocked)
   finally:
     logger.shutdown()
+    if finished and not server.wait_for_clients_to_leave(ACTORS_LEAVE_SECS):
+      logging.warning('Actors still connected %.0f s after training finished; stopping anyway.',
+                      ACTORS_LEAVE_SECS)
     server.shutdown()
     episode_stats.close()
+
+
+def answer_training_finished(config, stop_requested: threading.Event,
+                             seconds: float = FINISHED_ANSWER_SECS) -> None:
+  """Answers "training finished" on `config.server_address` for `seconds` or until a stop
+  request: the actors that wait for a learner restored at the end of its budget hear it and
+  stop. Says so in a warning, and returns, when the address cannot be served."""
+  server = _new_server(config)
+  server.finish()
+  try:
+    server.start()
+  except tf.errors.UnavailableError as e:
+    logging.warning('Cannot tell waiting actors that training finished: %s', e.message)
+    return
+  try:
+    stop_requested.wait(seconds)
+  finally:
+    server.shutdown()

@@ -3,8 +3,9 @@
 It probes the environment for its spaces, creates the agent's networks on the learner's devices,
 restores the latest checkpoint, serves the inference function to the actors over gRPC and runs
 the agent's training step in a thread until the frame budget is spent or a stop is requested;
-then it saves a checkpoint and the exported policy, and says so in one line. A learner whose
-checkpoint is already at the end of its budget says so and stops at once.
+then it saves a checkpoint and the exported policy, and says so in one line. At the end of the
+budget its actors hear that training finished and stop (`lifecycle`). A learner whose checkpoint
+is already at the end of its budget says so, tells the actors waiting for it, and stops.
 
 The logging thread reports what happens: progress and summaries after training steps, finished
 episodes (a few lines, every episode in the summaries), what the first training step waits for,
@@ -220,6 +221,7 @@ class _Learner(object):
           'delete the logdir or raise --total_environment_frames (now %d) to train more.',
           self._frames(self._iteration()), self._iteration(),
           self._checkpointer.latest_checkpoint, int(self._config.total_environment_frames))
+      lifecycle.answer_training_finished(self._config, stop_requested)
       return
     minimize = training.create_minimize(self._strategy, self._agent, self._optimizer,
                                         self._logger)

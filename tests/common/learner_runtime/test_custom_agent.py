@@ -75,8 +75,9 @@ def _config(tmp_path, **overrides):
   return types.SimpleNamespace(**values)
 
 
-def _act(config):
-  """Steps the environments through the learner until it stops serving."""
+def _act(config, ended):
+  """Steps the environments through the learner until it says that training finished, which
+  goes to `ended`."""
   client = grpc.Client(config.server_address)
   env = env_wrappers.BatchedEnvironment(gym_env.create_environment, config.env_batch_size, 0,
                                         config)
@@ -88,8 +89,8 @@ def _act(config):
       env_output = EnvOutput(reward, done, observation, np.zeros(n, bool), np.zeros(n, np.int32))
       try:
         action = client.inference(env_ids, run_ids, env_output, reward)
-      except (grpc.UnavailableError, grpc.CancelledError, tf.errors.UnavailableError,
-              tf.errors.CancelledError):
+      except grpc.TrainingFinishedError as e:
+        ended.append(e)
         return
       observation, reward, done, _ = env.step(action)
       observation = env.reset_if_done(done)
@@ -107,11 +108,13 @@ def test_a_new_agent_trains_through_the_runtime(tmp_path):
   learner = threading.Thread(target=learner_runtime.run, daemon=True, args=(
       A2CAgent(config), gym_env.create_environment, _create_optimizer, config))
   learner.start()
-  actor = threading.Thread(target=_act, args=(config,), daemon=True)
+  ended = []
+  actor = threading.Thread(target=_act, args=(config, ended), daemon=True)
   actor.start()
   learner.join(180)
   actor.join(30)
   assert not learner.is_alive() and not actor.is_alive()
+  assert len(ended) == 1  # At the end of the budget, the actor heard that training finished.
   # 800 frames in iterations of 2 unrolls of 10 steps: 40 iterations, then a final checkpoint.
   assert tf.train.latest_checkpoint(config.logdir).endswith('ckpt-40')
   exported = tf.saved_model.load(f'{config.logdir}/saved_model')

@@ -4,11 +4,18 @@ import os
 import signal
 import threading
 import time
+import types
 
+import gymnasium
+import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl import grpc
+from seed_rl.common import actor
+from seed_rl.common import progress_logger
 from seed_rl.common import queues
+from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import lifecycle
 
 pytestmark = pytest.mark.timeout(60)
@@ -62,3 +69,81 @@ def test_a_closed_queue_without_a_stop_request_is_an_error():
   queue.close()
   with pytest.raises(tf.errors.OutOfRangeError):
     lifecycle.run_training(queue.dequeue, lambda: False, threading.Event(), lambda: None)
+
+
+
+def _serve_and_train_with_a_waiting_caller(tmp_path, budget_steps: int,
+                                           stop_requested: threading.Event):
+  """Runs `serve_and_train` for `budget_steps` training steps (or until `stop_requested`) while
+  a client's call waits for a batch that never fills; returns the error that the call got and
+  the seconds serving took to end after the last training step."""
+  address = f'unix:{tmp_path}/learner.sock'
+  server = grpc.Server([address])
+
+  @tf.function(input_signature=[tf.TensorSpec([2], tf.int32)])
+  def inference(x):
+    return x  # Batches of 2 rows: the lone caller's row waits until serving ends.
+
+  server.bind(inference)
+  got = []
+
+  def call():
+    client = grpc.Client(address, timeout=30)
+    try:
+      client.inference(np.int32(1))
+    except Exception as e:  # pylint: disable=broad-except
+      got.append(e)
+    finally:
+      client.close()  # As an actor does before it stops or reconnects.
+
+  caller = threading.Thread(target=call, daemon=True)
+  caller.start()
+  trained = []
+
+  def train_once():
+    time.sleep(0.05)
+    trained.append(time.monotonic())
+
+  lifecycle.serve_and_train(
+      server, progress_logger.ProgressLogger(), lambda: None, train_once,
+      lambda: len(trained) >= budget_steps, stop_requested,
+      queues.StructuredFIFOQueue(1, tf.TensorSpec([], tf.int32)), episodes.EpisodeStats(2))
+  ended_after = time.monotonic() - trained[-1]
+  caller.join(10)
+  assert len(got) == 1, got
+  return got[0], ended_after
+
+
+def test_at_the_end_of_training_callers_hear_that_training_finished(tmp_path):
+  error, ended_after = _serve_and_train_with_a_waiting_caller(tmp_path, 20, threading.Event())
+  assert isinstance(error, grpc.TrainingFinishedError), repr(error)
+  # The learner waited for its caller to go, not for ACTORS_LEAVE_SECS.
+  assert ended_after < lifecycle.ACTORS_LEAVE_SECS
+
+
+def test_a_stop_request_tells_callers_only_that_the_learner_went_away(tmp_path):
+  stop_requested = threading.Event()
+  threading.Timer(1., stop_requested.set).start()
+  error, _ = _serve_and_train_with_a_waiting_caller(tmp_path, 10**6, stop_requested)
+  assert isinstance(error, tf.errors.UnavailableError), repr(error)
+
+
+def test_a_learner_restored_at_its_budget_stops_the_actors_that_wait_for_it(tmp_path):
+  config = types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock', task=0,
+                                 env_batch_size=1, render=False, double_buffered_acting=False)
+  acting = threading.Thread(target=actor.actor_loop, daemon=True,
+                            args=(lambda env_id, config: gymnasium.make('CartPole-v1'), config))
+  acting.start()  # It waits for a learner at the address.
+  time.sleep(0.5)
+  lifecycle.answer_training_finished(config, threading.Event())
+  acting.join(5)
+  assert not acting.is_alive()
+
+
+def test_a_stop_request_cuts_the_answer_of_a_finished_learner_short(tmp_path):
+  config = types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock')
+  stop_requested = threading.Event()
+  stop_requested.set()
+  begin = time.monotonic()
+  lifecycle.answer_training_finished(config, stop_requested, seconds=60)
+  assert time.monotonic() - begin < 10
