@@ -63,7 +63,7 @@ SCENARIOS = {
     'train_mujoco.sh': ('mujoco', 'sac', 'n1-standard-8', 1, 4, 4, [
         '--env_name=HalfCheetah-v5', '--learning_rate=3e-4', '--batch_size=256',
         '--unroll_length=1', '--replay_buffer_size=1000000', '--replay_ratio=4',
-        '--discounting=0.99', '--polyak=0.995', '--target_entropy=-6',
+        '--discounting=0.99', '--polyak=0.995', '--entropy_cost=0.01', '--target_entropy=-6',
         '--total_environment_frames=3e6']),
 }
 #: Flags of `MUJOCO_AGENT=vtrace gcp/train_mujoco.sh`.
