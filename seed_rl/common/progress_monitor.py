@@ -2,12 +2,13 @@ r"""Live progress line of a running learner, read from its log (used by run_loca
 
   python -m seed_rl.common.progress_monitor --log /tmp/seed_rl/gym_vtrace/logs/learner.log
 
-Shows environment frames done and budgeted, frames/s, the mean return of the recent episodes
-and the time left at the current speed, or what the learner waits for before its first training
-step. It reads the learner's 'Progress: F/T environment frames', 'Return: R ...' (see
-`parse_episodes`), 'Waiting for the first training step: ...' and starvation lines, so it
-needs no TensorFlow. It ends with the learner's line saying that training finished, or when the
-process `--pid` exits.
+Shows environment frames done and budgeted, frames/s, the mean return of the recent training
+episodes (of exploring episodes, as the learner's lines say, for an agent that explores: R2D2's
+are epsilon-greedy) and the time left at the current speed, or what the learner waits for before
+its first training step. It reads the learner's 'Progress: F/T environment frames', 'Return: R
+...' or 'Return (exploring, epsilon-greedy): R ...' (see `parse_episodes`), 'Waiting for the
+first training step: ...' and starvation lines, so it needs no TensorFlow. It ends with the
+learner's line saying that training finished, or when the process `--pid` exits.
 """
 
 import argparse
@@ -21,8 +22,10 @@ from typing import Deque, List, NamedTuple, Optional, Tuple
 PROGRESS = re.compile(r'Progress: (\d+)/(\d+) environment frames')
 _NUMBER = r'(-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan))'
 # An episode line of the learner (`learner_runtime.episodes`): the latest episode, then, when
-# episodes finished since the previous line were not shown, their count and means.
-RETURN = re.compile(r'\] Return: ' + _NUMBER + ' Raw return: ' + _NUMBER + r' Frames: (\d+)')
+# episodes finished since the previous line were not shown, their count and means. Its label
+# says how the episodes explored, if they did: 'Return (exploring, epsilon-greedy): R ...'.
+RETURN = re.compile(r'\] Return(?: \(exploring, ([^)]*)\))?: ' + _NUMBER + ' Raw return: ' +
+                    _NUMBER + r' Frames: (\d+)')
 _KIND = re.compile(r' \((training|eval)\)')
 _MORE = re.compile(r'\(\+(\d+) more episodes since the last line: mean return ' + _NUMBER +
                    ', mean raw return ' + _NUMBER + ', mean frames ' + _NUMBER + r'\)')
@@ -54,8 +57,15 @@ def episodes_of_line(line: str) -> Tuple[Optional[str], List[Episode]]:
   episodes = []
   if more:
     episodes = [Episode(*(float(more.group(g)) for g in (2, 3, 4)))] * int(more.group(1))
-  shown = Episode(float(match.group(1)), float(match.group(2)), float(match.group(3)))
+  shown = Episode(float(match.group(2)), float(match.group(3)), float(match.group(4)))
   return (kind.group(1) if kind else None), episodes + [shown]
+
+
+def exploration_of_line(line: str) -> Optional[str]:
+  """How the episodes of a learner's episode line explored (e.g. 'epsilon-greedy'); None when
+  they acted on the policy, or for other lines."""
+  match = RETURN.search(line)
+  return match.group(1) if match else None
 
 
 def parse_episodes(text: str, kind: Optional[str] = None) -> List[Episode]:
@@ -107,6 +117,8 @@ class Progress(object):
     self.frames: Optional[int] = None
     self.total: Optional[int] = None
     self.returns: Deque[float] = collections.deque(maxlen=num_returns)
+    # How the episodes of `returns` explored (e.g. 'epsilon-greedy'), as their lines said.
+    self.exploration: Optional[str] = None
     self.status: Optional[str] = None  # What the learner waits for, if it said so.
     self.finished: Optional[str] = None  # The learner's line saying training ended.
     self._samples: Deque[Tuple[float, int]] = collections.deque(maxlen=30)
@@ -123,6 +135,7 @@ class Progress(object):
       if episodes:
         if kind != 'eval':  # Evaluation episodes are not training returns.
           self.returns.extend(e.episode_return for e in episodes[-self.returns.maxlen:])
+          self.exploration = exploration_of_line(line)
         continue
       match = FINISHED.search(line)
       if match:
@@ -153,8 +166,10 @@ class Progress(object):
     if speed:
       parts.append(f'{speed:,.0f} frames/s')
     if self.returns:
+      episodes = (f'exploring episodes, {self.exploration}' if self.exploration else
+                  'episodes')
       parts.append(f'return {sum(self.returns) / len(self.returns):.2f} '
-                   f'(last {len(self.returns)} episodes)')
+                   f'(mean of the last {len(self.returns)} {episodes})')
     if speed:
       seconds = max(0, self.total - self.frames) / speed
       parts.append(f'ETA {int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m'

@@ -29,7 +29,7 @@ def test_progress_line_from_learner_log(tmp_path):
   line = progress.line()
   assert 'frames 2,000/10,000 (20.0%)' in line
   assert '100 frames/s' in line
-  assert 'return 20.00 (last 2 episodes)' in line
+  assert 'return 20.00 (mean of the last 2 episodes)' in line
   assert 'ETA 0h01m20s' in line
 
 
@@ -48,6 +48,24 @@ def test_episode_lines_that_count_more_episodes_stand_for_each_of_them():
          'x] Return: nan Raw return: 1 Frames: 8 (training)\n')
   assert progress_monitor.parse_episodes(log, 'eval') == [(1.5, 2., 4.5)] * 2 + [(-2.5, 1., 3.)]
   assert progress_monitor.parse_episode_returns(log, 'eval') == [1.5, 1.5, -2.5]
+
+
+def test_the_line_says_when_its_returns_are_of_exploring_episodes():
+  training = ('I1204 episodes.py:1] Return (exploring, epsilon-greedy): 3.000000 Raw return: '
+              '30.000000 Frames: 9 Env id: 0 (training) Iteration: 3 (+1 more episodes since the '
+              'last line: mean return 1.000000, mean raw return 10.000000, mean frames 5.0)')
+  evaluation = ('I1204 episodes.py:1] Return: 7.000000 Raw return: 70.000000 Frames: 9 Env id: '
+                '4 (eval) Iteration: 3')
+  progress = progress_monitor.Progress()
+  progress.update([training, evaluation, 'I1204 runtime.py:1] Progress: 100/1000 environment '
+                   'frames'], now=1.)
+  assert 'return 2.00 (mean of the last 2 exploring episodes, epsilon-greedy)' in progress.line()
+  # The scripts that read the episodes read the new lines as they read the old ones.
+  log = f'{training}\n{evaluation}\n'
+  assert progress_monitor.parse_episodes(log, 'training') == [(1., 10., 5.), (3., 30., 9.)]
+  assert progress_monitor.parse_episode_returns(log, 'eval') == [7.]
+  assert progress_monitor.exploration_of_line(training) == 'epsilon-greedy'
+  assert progress_monitor.exploration_of_line(evaluation) is None
 
 
 def test_the_line_says_what_the_first_training_step_waits_for():

@@ -80,6 +80,7 @@ class R2D2Agent(learner_runtime.LearnerAgent):
   n-step loss with a target network."""
   name = 'R2D2'
   supports_abandoned_episodes = True
+  exploration = 'epsilon-greedy'
 
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
     super().__init__(config)

@@ -41,12 +41,16 @@ class LearnerAgent(object):
       terminal (`abandoned` False).
     inference_gate: an `InferenceGate` that inference passes through around the policy, for an
       agent whose training step must not overlap acting (on-policy); None: no gate.
+    exploration: how `explore` makes the training environments' actions depart from the
+      policy's, e.g. 'epsilon-greedy': their episodes then measure the exploring behaviour, not
+      the policy, and the learner's episode lines say so; None: they act on the policy.
   """
   name = 'agent'
   burn_in = 0
   clip_norm = 0.
   supports_abandoned_episodes = False
   inference_gate = None
+  exploration: Optional[str] = None
 
   def __init__(self, config: Any):
     self.config = config

@@ -77,10 +77,18 @@ def write_episode_summaries(infos: EpisodeInfo, group: int = 1, prefix: str = ''
 # Seconds between two `Return: ...` lines of the same kind of environment (training, eval).
 EPISODE_LINE_PERIOD_SECS = 5.
 
-_EPISODE_LINE = 'Return: %f Raw return: %f Frames: %i Env id: %i (%s) Iteration: %i'
+# An episode line; the label is 'Return', or 'Return (exploring, <how>)' for the training
+# environments of an agent that explores (`LearnerAgent.exploration`).
+_EPISODE_LINE = '%s: %f Raw return: %f Frames: %i Env id: %i (%s) Iteration: %i'
 # Appended to an episode line when episodes finished since the previous line were not shown.
 _MORE_EPISODES = (' (+%i more episodes since the last line: mean return %f, mean raw return %f, '
                   'mean frames %.1f)')
+
+
+def return_label(exploration: Optional[str]) -> str:
+  """How an episode line names its return: 'Return', or for episodes that explore (e.g.
+  `exploration='epsilon-greedy'`) 'Return (exploring, epsilon-greedy)'."""
+  return f'Return (exploring, {exploration})' if exploration else 'Return'
 
 
 class _EpisodeLines(object):
@@ -91,9 +99,10 @@ class _EpisodeLines(object):
   account for every episode (`progress_monitor.parse_episode_returns` reads them back).
   """
 
-  def __init__(self, kind: str, period: float):
+  def __init__(self, kind: str, period: float, label: str):
     self._kind = kind
     self._period = period
+    self._label = label
     self._latest = None  # (return, raw return, frames, env id, iteration)
     self._skipped = 0
     self._sums = np.zeros(3)  # return, raw return, frames of the skipped episodes
@@ -111,8 +120,8 @@ class _EpisodeLines(object):
     if self._latest is None or (not force and now - self._last_line < self._period):
       return
     episode_return, raw_return, frames, env_id, iteration = self._latest
-    message, args = _EPISODE_LINE, [episode_return, raw_return, frames, env_id, self._kind,
-                                    iteration]
+    message, args = _EPISODE_LINE, [self._label, episode_return, raw_return, frames, env_id,
+                                    self._kind, iteration]
     if self._skipped:
       message += _MORE_EPISODES
       args += [self._skipped] + list(self._sums / self._skipped)
@@ -128,15 +137,19 @@ class EpisodeReporter(object):
   incomplete group waits for the next call), evaluation environments' (ids >=
   `num_training_envs`) one by one under `eval/`. Log: one `Return: ...` line per kind of
   environment at most every `line_period` seconds, for the latest episode, with the count and
-  mean return of the episodes finished since the previous line (`_EpisodeLines`).
+  mean return of the episodes finished since the previous line (`_EpisodeLines`). With
+  `exploration` (the agent's, e.g. 'epsilon-greedy'), the training environments' lines start
+  `Return (exploring, epsilon-greedy): ...`: their returns are the exploring behaviour's.
   """
 
   def __init__(self, num_training_envs: int, log_episode_frequency: int,
-               line_period: float = EPISODE_LINE_PERIOD_SECS):
+               line_period: float = EPISODE_LINE_PERIOD_SECS,
+               exploration: Optional[str] = None):
     self._num_training_envs = num_training_envs
     self._group = log_episode_frequency
     self._pending = EpisodeInfo(*[np.zeros([0])] * 4)
-    self._lines = {kind: _EpisodeLines(kind, line_period) for kind in ('training', 'eval')}
+    self._lines = {'training': _EpisodeLines('training', line_period, return_label(exploration)),
+                   'eval': _EpisodeLines('eval', line_period, return_label(None))}
 
   def report(self, infos: EpisodeInfo, iteration: int, now: Optional[float] = None) -> None:
     """Logs and writes `infos`; call with a default summary writer and step.

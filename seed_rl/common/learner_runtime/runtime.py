@@ -156,7 +156,8 @@ class _Learner(object):
                                            self._specs, self._iterations)
     self._episode_stats = episodes.EpisodeStats(config.num_envs)
     self._episode_reporter = episodes.EpisodeReporter(num_training_envs,
-                                                      config.log_episode_frequency)
+                                                      config.log_episode_frequency,
+                                                      exploration=self._agent.exploration)
     self._unroll_queue = unroll_queue.UnrollQueue(self._agent.unroll_queue_capacity(),
                                                   self._env_states.unroll_specs,
                                                   self._iterations)

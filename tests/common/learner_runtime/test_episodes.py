@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.r2d2 import learner as r2d2_learner
 from seed_rl.common import progress_monitor
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.structures import EnvOutput
@@ -80,6 +81,20 @@ def test_reporter_groups_training_episodes_and_reports_eval_ones_apart(tmp_path,
       '(+2 more episodes since the last line: mean return 2.000000, mean raw return '
       '20.000000, mean frames 8.0)',
       'Return: 100.000000 Raw return: 1000.000000 Frames: 8 Env id: 3 (eval) Iteration: 2']
+
+
+def test_the_lines_of_an_exploring_agent_s_training_episodes_say_so(monkeypatch):
+  reporter = episodes.EpisodeReporter(num_training_envs=2, log_episode_frequency=1,
+                                      exploration=r2d2_learner.R2D2Agent.exploration)
+  logged = _logged_lines(monkeypatch)
+  reporter.report(_infos([0, 2], [1., 9.]), iteration=4, now=0.)
+  assert logged == [
+      'Return (exploring, epsilon-greedy): 1.000000 Raw return: 10.000000 Frames: 8 Env id: 0 '
+      '(training) Iteration: 4',
+      'Return: 9.000000 Raw return: 90.000000 Frames: 8 Env id: 2 (eval) Iteration: 4']
+  log = '\n'.join(f'I0 x] {line}' for line in logged)
+  assert progress_monitor.parse_episode_returns(log, 'training') == [1.]
+  assert progress_monitor.parse_episode_returns(log, 'eval') == [9.]
 
 
 def test_episode_lines_come_at_most_every_period_and_account_for_every_episode(monkeypatch):
