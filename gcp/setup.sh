@@ -214,9 +214,9 @@ the CustomJob spec and submits it. The scenario's flags:
 wins).
   --dry-run   write and print the spec and the commands; call neither gcloud nor docker
   -h, --help  this message
-Actors: $NUM_ACTOR_MACHINES machines (NUM_ACTOR_MACHINES) x $ACTORS_PER_MACHINE actors (ACTORS_PER_MACHINE) x $ENV_BATCH_SIZE environment(s)
-(ENV_BATCH_SIZE), environment variables as the project, region and bucket are (see the header
-of gcp/setup.sh).
+Actors: $NUM_ACTOR_MACHINES machines (NUM_ACTOR_MACHINES) x $ACTORS_PER_MACHINE actors each
+(ACTORS_PER_MACHINE) x $ENV_BATCH_SIZE environment(s) each (ENV_BATCH_SIZE): environment
+variables, as are the project, region and bucket (see the header of gcp/setup.sh).
 Example:
   $script ${SCENARIO_CHOICES:+$SCENARIO_ARG }--dry-run $example
 EOF
