@@ -1,5 +1,6 @@
-"""Helpers of the evaluate tests: environment factories, a library-use program, and the name of
-the environment that `seed_rl.evaluate`'s environment process recreates for a run.
+"""Helpers of the evaluate tests: environment factories, a library-use program, the name of
+the environment that `seed_rl.evaluate`'s environment process recreates for a run, and a
+project of one's own whose learner defines its environment factory in its main module.
 
 The factories are passed to `seed_rl.evaluate` with `--create_env_fn=tests.evaluate_helpers:NAME`
 to play a CartPole policy (4 observations, 2 actions) on environments that render differently.
@@ -11,6 +12,7 @@ one JSON list (absl flags are global to a process, hence a program of its own).
 """
 
 import json
+import pathlib
 import sys
 import types
 from typing import Any
@@ -21,6 +23,47 @@ import numpy as np
 from seed_rl.environments.mujoco import env as mujoco_env
 
 MUJOCO_EPISODE_STEPS = 60
+
+# A project outside this repository, as README's "Bring your own environment" has it: a V-trace
+# learner whose environment factory is in its own module, run as `python -m` or by path. Its
+# environment is CartPole (so the tests' CartPole policy plays it) under an id of its own.
+PROJECT_PACKAGE = 'byo_project'
+PROJECT_MODULE = f'{PROJECT_PACKAGE}.learner_main'
+PROJECT_ENV = 'ByoCartPole-v0'
+PROJECT_EPISODE_STEPS = 7
+_PROJECT_LEARNER = f'''"""A V-trace learner whose environment factory is in this module."""
+from absl import app
+import gymnasium
+from seed_rl.common import entry_point
+from seed_rl.environments.gym import vtrace_main
+
+gymnasium.register('{PROJECT_ENV}', entry_point='gymnasium.envs.classic_control:CartPoleEnv',
+                   max_episode_steps={PROJECT_EPISODE_STEPS})
+
+
+def create_environment(env_id, config):
+  del env_id, config
+  return gymnasium.make('{PROJECT_ENV}')
+
+
+def main(argv):
+  entry_point.run(argv, create_environment, 'seed_rl.agents.vtrace.learner',
+                  vtrace_main.create_agent, vtrace_main.create_optimizer)
+
+
+if __name__ == '__main__':
+  app.run(main)
+'''
+
+
+def write_project(root: pathlib.Path) -> pathlib.Path:
+  """Writes the project's package into `root`; returns the learner's file."""
+  package = root / PROJECT_PACKAGE
+  package.mkdir(parents=True)
+  (package / '__init__.py').write_text('')
+  learner = package / 'learner_main.py'
+  learner.write_text(_PROJECT_LEARNER)
+  return learner
 
 
 def create_environment_without_render(env_id: int, config: Any) -> gymnasium.Env:

@@ -15,7 +15,9 @@ OpenGL and TensorFlow cannot share one.
 
 import json
 import os
+import pathlib
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,7 +29,7 @@ import pytest
 
 from seed_rl.common import progress_monitor
 from tests import evaluate_helpers
-from tests.processes import ROOT, Processes, frames_progress
+from tests.processes import ROOT, Process, Processes, frames_progress
 
 VTRACE_MAIN = 'seed_rl.environments.gym.vtrace_main'
 LOGGING_ACTOR = 'tests.episode_logging_actor'
@@ -187,12 +189,13 @@ def _expect_error(process, *fragments, timeout=120):
   return lines[0]
 
 
-def _fake_logdir(path, runs=True, learner_flags=True):
-  """A logdir as a V-trace learner starts it, with an empty `saved_model/`."""
+def _fake_logdir(path, runs=True, learner_flags=True, record=None):
+  """A logdir as a V-trace learner starts it (or as `record` says), with an empty
+  `saved_model/`."""
   (path / 'saved_model').mkdir(parents=True)
   if runs:
-    record = {'entry_point': VTRACE_MAIN, 'agent': 'VTRACE',
-              'create_env_fn': 'seed_rl.environments.gym.env:create_environment'}
+    record = record or {'entry_point': VTRACE_MAIN, 'agent': 'VTRACE',
+                        'create_env_fn': 'seed_rl.environments.gym.env:create_environment'}
     (path / 'runs.jsonl').write_text(json.dumps(record) + '\n')
   if learner_flags:
     (path / 'learner_flags.txt').write_text('--env_name=CartPole-v1\n--nott_check_filter\n')
@@ -401,3 +404,160 @@ def test_an_entry_point_without_the_environments_flags_is_named_in_one_line():
       f'{ATARI_ENV_FN} reads the flag --game, which {VTRACE_MAIN} does not define: pass '
       '--entry_point=MODULE, an entry point that defines the environment\'s flags (e.g. '
       'seed_rl.environments.atari.vtrace_main for Atari).')
+
+
+# Learners whose environment factory is in their own main module (README's "Bring your own
+# environment"), run as `python -m MODULE` or by path; and older records that name `__main__`.
+
+PROJECT_MODULE = evaluate_helpers.PROJECT_MODULE
+PROJECT_ENV = evaluate_helpers.PROJECT_ENV
+MAIN_FACTORY = '__main__:create_environment'
+NAME_THE_ENTRY_POINT = '--entry_point=MODULE --create_env_fn=MODULE:create_environment'
+
+
+@pytest.fixture(scope='module')
+def project(tmp_path_factory):
+  """The learner file of `evaluate_helpers.write_project` in a directory of its own, which is
+  not on the tests' `sys.path`."""
+  return evaluate_helpers.write_project(tmp_path_factory.mktemp('project'))
+
+
+def _start_from(directory, name, arguments, log_dir):
+  """`python ARGUMENTS` as a `Process` whose working directory is `directory`."""
+  command = shlex.join([sys.executable] + list(arguments))
+  return Process(name, ['sh', '-c', f'cd {shlex.quote(str(directory))} && exec {command}'],
+                 log_dir)
+
+
+def _wait_for_run_record(logdir, learner, timeout=120):
+  """The learner's `runs.jsonl` entry, once written (the learner writes it first thing)."""
+  path = logdir / 'runs.jsonl'
+  deadline = time.time() + timeout
+  while not (path.exists() and path.read_text().endswith('\n')):
+    assert learner.popen.poll() is None, learner.log()[-3000:]
+    assert time.time() < deadline, learner.log()[-3000:]
+    time.sleep(0.2)
+  return json.loads(path.read_text().splitlines()[-1])
+
+
+@pytest.fixture(scope='module')
+def project_runs(vtrace_run, project, tmp_path_factory):
+  """Logdirs of the project's learner started from the project's directory as `python -m
+  byo_project.learner_main` ('module') and as `python byo_project/learner_main.py` ('script'),
+  with their run records: each learner stops once it has written its record, and the trained
+  CartPole policy of `vtrace_run` becomes its export."""
+  tmp_path = tmp_path_factory.mktemp('project_runs')
+  root = project.parents[1]
+  commands = {'module': ['-m', PROJECT_MODULE], 'script': [str(project.relative_to(root))]}
+  logdirs = {name: tmp_path / name for name in commands}
+  learners, records = {}, {}
+  try:
+    for name, command in commands.items():
+      flags = _flags(tmp_path, server_address=f'unix:{tmp_path}/{name}.sock',
+                     logdir=logdirs[name])
+      learners[name] = _start_from(root, f'{name}_learner', command + flags +
+                                   ['--run_mode=learner'], tmp_path)
+    for name, learner in learners.items():
+      records[name] = _wait_for_run_record(logdirs[name], learner)
+  finally:
+    for learner in learners.values():
+      learner.kill()
+  for logdir in logdirs.values():
+    shutil.copytree(pathlib.Path(vtrace_run['logdir']) / 'saved_model', logdir / 'saved_model')
+  return {'logdirs': logdirs, 'records': records}
+
+
+# Calls `evaluate` at the top level, without `if __name__ == '__main__':`.
+_SCRIPT_WITHOUT_MAIN_GUARD = """import json, sys
+from seed_rl.evaluate import evaluate
+print('the script runs', flush=True)
+result = evaluate(sys.argv[1], episodes=2, greedy=True, seed=0)
+print(json.dumps([result['env'], result['lengths']]), flush=True)
+"""
+
+
+@pytest.fixture(scope='module')
+def project_evaluations(project_runs, tmp_path_factory):
+  """Two evaluations at once (each loads TensorFlow), from this repository's directory, where
+  the project does not import by name: the CLI on the 'module' run, and a script without a
+  `__main__` guard that calls `evaluate` on the 'script' run."""
+  script = tmp_path_factory.mktemp('scripts') / 'evaluate_the_project.py'
+  script.write_text(_SCRIPT_WITHOUT_MAIN_GUARD)
+  logdirs = project_runs['logdirs']
+  processes = {'cli': _evaluate_cli(f'--logdir={logdirs["module"]}', '--episodes=2', '--greedy',
+                                    '--seed=0'),
+               'script': _start([str(script), str(logdirs['script'])])}
+  yield processes
+  for process in processes.values():
+    if process.poll() is None:
+      process.kill()
+
+
+def _assert_project_episodes(lengths):
+  """Episodes of the project's environment: at most its time limit, so not plain CartPole."""
+  assert len(lengths) == 2, lengths
+  assert all(1 <= length <= evaluate_helpers.PROJECT_EPISODE_STEPS for length in lengths), lengths
+
+
+@pytest.mark.timeout(300)
+def test_a_learner_run_as_a_module_with_its_factory_in_main_evaluates_without_flags(
+    project, project_runs, project_evaluations):
+  record = project_runs['records']['module']
+  assert (record['entry_point'], record['create_env_fn']) == (
+      PROJECT_MODULE, f'{PROJECT_MODULE}:create_environment')
+  assert os.path.samefile(record['entry_point_file'], project)
+  returncode, stdout, stderr = _finish(project_evaluations['cli'])
+  assert returncode == 0, stderr[-3000:]
+  assert f'the VTRACE policy of {PROJECT_MODULE} on {PROJECT_ENV}' in stdout
+  _assert_project_episodes([length for _, length in _episode_lines(stdout)])
+
+
+@pytest.mark.timeout(300)
+def test_a_learner_run_by_path_evaluates_from_a_script_without_a_main_guard(
+    project, project_runs, project_evaluations):
+  record = project_runs['records']['script']
+  assert (record['entry_point'], record['create_env_fn']) == (None, MAIN_FACTORY)
+  assert os.path.samefile(record['entry_point_file'], project)
+  returncode, stdout, stderr = _finish(project_evaluations['script'])
+  assert returncode == 0, stderr[-3000:]
+  lines = stdout.splitlines()
+  assert lines.count('the script runs') == 1, stdout  # The environment process does not rerun it.
+  env_name, lengths = json.loads(lines[-1])
+  assert env_name == PROJECT_ENV
+  _assert_project_episodes(lengths)
+
+
+@pytest.mark.timeout(120)
+def test_older_records_that_name_main_find_the_entry_point(project, tmp_path):
+  """Learners used to record a factory defined in their entry point as `__main__:NAME`, and
+  no entry point for a script run by path; `argv[0]` (the file) leads to it in both cases."""
+  from seed_rl import evaluate  # pylint: disable=g-import-not-at-top
+  runs = {'module': {'entry_point': PROJECT_MODULE, 'argv': [str(project), '--run_mode=learner']},
+          'script': {'entry_point': None, 'argv': [str(project), '--run_mode=learner']}}
+  for name, record in runs.items():
+    logdir = _fake_logdir(tmp_path / name, record=dict(record, create_env_fn=MAIN_FACTORY))
+    run = evaluate.read_run_info(str(logdir))
+    assert evaluate_helpers.environment_name(run) == PROJECT_ENV, name
+
+
+@pytest.mark.timeout(120)
+def test_older_records_that_name_main_without_a_usable_entry_point_name_the_flags(tmp_path):
+  runs = {'script': {'entry_point': None, 'argv': ['gone/learner_main.py']},
+          'module': {'entry_point': 'gone_project.learner_main',
+                     'argv': ['/nowhere/gone_project/learner_main.py']},
+          'neither': {'entry_point': None, 'argv': ['-c']}}
+  processes = {name: _evaluate_cli('--logdir=' + str(_fake_logdir(
+      tmp_path / name, record=dict(record, create_env_fn=MAIN_FACTORY))))
+               for name, record in runs.items()}
+  _expect_error(processes['script'],
+                f'The learner ran the script {ROOT / "gone/learner_main.py"}, which is not here: '
+                f'pass {NAME_THE_ENTRY_POINT}', f'(recorded: entry point None, file '
+                f'{ROOT / "gone/learner_main.py"}, environment factory {MAIN_FACTORY})')
+  _expect_error(processes['module'],
+                "Cannot import the entry point gone_project.learner_main: No module named "
+                "'gone_project'; run from the directory that holds it, or pass "
+                f'{NAME_THE_ENTRY_POINT}', '(recorded: entry point gone_project.learner_main, '
+                f'file /nowhere/gone_project/learner_main.py, environment factory {MAIN_FACTORY})')
+  _expect_error(processes['neither'], "does not name the learner's entry point: pass "
+                f'{NAME_THE_ENTRY_POINT}', f'(recorded: entry point None, environment factory '
+                f'{MAIN_FACTORY})')
