@@ -273,29 +273,34 @@ fi
 # The pid file ("name pid start" lines, in the logdir) is how stop_local.sh finds the run.
 record_pid() { echo "$1 $2 $(seed_rl_pid_start "$2" || true)" >> "$PIDFILE"; }
 stopping=0
+# Stops what is left of the run (stop_local.sh: the learner first, which checkpoints), after
+# saying $1 where given.
 stop_all() {
   [ "$stopping" = 0 ] || return 0
   stopping=1
   # Ignored from here on, also by stop_local.sh (it inherits that): another Ctrl-C while
   # stopping would otherwise kill both and leave the actors running.
   trap '' INT TERM
-  echo
-  echo "seed_rl: stopping (the learner writes a checkpoint first; at most about 70 s)"
+  if [ -n "${1:-}" ]; then printf '\n%s\n' "$1"; fi
   "$ROOT/stop_local.sh" --pidfile "$PIDFILE" >/dev/null 2>&1 || true
 }
-trap 'stop_all; exit 130' INT TERM
+trap 'stop_all "seed_rl: stopping (the learner writes a checkpoint first; at most about 70 s)"
+      exit 130' INT TERM
 : > "$PIDFILE"
 "${learner_cmd[@]}" > "$LOGDIR/logs/learner.log" 2>&1 &
 LEARNER_PID=$!
 record_pid learner "$LEARNER_PID"
+FEEDER_PIDS=()  # The actors and TensorBoard: what serves the learner or shows its summaries.
 for ((i = 0; i < NUM_ACTORS; i++)); do
   actor_cmd "$i"
   "${ACTOR_CMD[@]}" > "$LOGDIR/logs/actor_$i.log" 2>&1 &
   record_pid "actor_$i" $!
+  FEEDER_PIDS+=($!)
 done
 if [ -n "$TENSORBOARD_PORT" ]; then
   "${tensorboard_cmd[@]}" > "$LOGDIR/logs/tensorboard.log" 2>&1 &
   record_pid tensorboard $!
+  FEEDER_PIDS+=($!)
 fi
 echo "seed_rl: logs in $LOGDIR/logs; $board; stop with Ctrl-C or ${stop_command% }"
 
@@ -303,12 +308,22 @@ echo "seed_rl: logs in $LOGDIR/logs; $board; stop with Ctrl-C or ${stop_command%
   --pid "$LEARNER_PID" &
 MONITOR_PID=$!
 
+# The monitor ends at the learner's line saying that training finished, or when the learner
+# exits. From that line on the actors and TensorBoard have nothing left to do: they stop at once,
+# while the learner exits (seconds of TensorFlow's teardown), not after it.
+while kill -0 "$LEARNER_PID" 2>/dev/null && kill -0 "$MONITOR_PID" 2>/dev/null; do
+  sleep 0.2
+done
+if kill -0 "$LEARNER_PID" 2>/dev/null &&
+   grep -qE 'Training (already )?finished at ' "$LOGDIR/logs/learner.log"; then
+  kill -TERM "${FEEDER_PIDS[@]}" 2>/dev/null || true
+fi
 set +e
 wait "$LEARNER_PID"
 LEARNER_STATUS=$?
 set -e
 kill "$MONITOR_PID" 2>/dev/null || true
-stop_all
+stop_all ""  # Whatever is left: nothing, unless an actor or TensorBoard ignored SIGTERM.
 if [ "$LEARNER_STATUS" -ne 0 ]; then
   echo "seed_rl: the learner exited with status $LEARNER_STATUS; last lines of its log" \
        "($LOGDIR/logs/learner.log):" >&2

@@ -89,6 +89,16 @@ def test_run_local_checks_the_flags_before_anything_starts(args, message, tmp_pa
   assert not (tmp_path / 'logdir').exists()
 
 
+def _seconds_since_log_line(log: str, pattern: str) -> float:
+  """Seconds from the (absl) time of the first line of `log` that matches `pattern` to now."""
+  match = re.search(r'^\w\d{4} (\d\d):(\d\d):(\d\d\.\d+) .*' + pattern, log, re.M)
+  assert match, f'no line matches {pattern!r}'
+  hours, minutes, seconds = (float(group) for group in match.groups())
+  now = time.localtime()
+  now_seconds = now.tm_hour * 3600 + now.tm_min * 60 + now.tm_sec + time.time() % 1
+  return (now_seconds - (hours * 3600 + minutes * 60 + seconds)) % 86400
+
+
 @pytest.mark.timeout(240)
 def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
   logdir = tmp_path / 'logdir'
@@ -96,13 +106,19 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
                       f'--server_address=unix:{tmp_path}/learner.sock',
                       '--unroll_length=10', '--batch_size=4', '--total_environment_frames=2000',
                       timeout=220)
+  learner_log = (logdir / 'logs' / 'learner.log').read_text()
+  end_s = _seconds_since_log_line(learner_log, 'Training finished at')
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-  assert 'training finished' in result.stdout
   assert 'resuming from the checkpoint' not in result.stdout  # A new logdir.
+  # A run that ends by itself stops nothing (no "stopping (the learner writes a checkpoint"),
+  # and ends in seconds after the learner's last line: the actors stop then, not after its exit.
+  assert 'seed_rl: stopping' not in result.stdout
+  print(f'run_local.sh ended {end_s:.1f} s after the learner\'s "Training finished" line')
+  assert end_s < 30
+  assert 'training finished' in result.stdout
   # 2 actors fill a machine of 2 cores or fewer: the learner's TensorFlow gets fewer threads.
   fills_the_cores = len(os.sched_getaffinity(0)) <= 2
   assert ('the learner\'s TensorFlow uses 1 thread per op' in result.stdout) == fills_the_cores
-  learner_log = (logdir / 'logs' / 'learner.log').read_text()
   assert re.search(r'Progress: \d+/2000 environment frames', learner_log)
   assert 'Training finished at iteration 50' in learner_log
   for task in (0, 1):
