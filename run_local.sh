@@ -12,9 +12,10 @@
 # interactive terminal the processes run in a tmux session of their own (seed_rl_<logdir's
 # name>_<hash>; the original's layout), one window each that shows its output as it goes to its
 # log, after the windows main and progress (the progress line); otherwise they run in the
-# background, with the progress line here. A logdir with a checkpoint is resumed from it (and
-# says so). Ctrl-C, ./stop_local.sh (the runs of this checkout) or ./stop_local.sh
-# --logdir=LOGDIR stops the run (the learner checkpoints first).
+# background, with the progress line here and, when the learner is done, the commands that
+# evaluate its policy, plot its learning curve and show its summaries. A logdir with a
+# checkpoint is resumed from it (and says so). Ctrl-C, ./stop_local.sh (the runs of this
+# checkout) or ./stop_local.sh --logdir=LOGDIR stops the run (the learner checkpoints first).
 # With --docker it builds the image of ENV (docker/build.sh) and runs all that inside a
 # container (docker/run.sh) instead, where a Docker engine is reachable.
 set -euo pipefail
@@ -330,4 +331,17 @@ if [ "$LEARNER_STATUS" -ne 0 ]; then
   tail -n 20 "$LOGDIR/logs/learner.log" >&2
   exit "$LEARNER_STATUS"
 fi
-echo "seed_rl: training finished"
+# The next steps, as commands to paste: with the venv's programs relative to the checkout when
+# they are in it (the commands then run there).
+in_checkout() { case "$1" in "$ROOT"/*) echo "${1#"$ROOT"/}";; *) echo "$1";; esac; }
+q_logdir="$(printf '%q' "$LOGDIR")"
+q_python="$(printf '%q' "$(in_checkout "$PY")")"
+where=""
+case "$PY" in "$ROOT"/*) where=" (in $ROOT)";; esac
+echo "seed_rl: training finished; next$where:"
+echo "  $q_python -m seed_rl.evaluate --logdir=$q_logdir --episodes=10 --greedy" \
+     " # play the policy"
+echo "  $q_python -m seed_rl.plot $q_logdir --out $(printf '%q' "$LOGDIR/curve.png")" \
+     " # the learning curve"
+echo "  $(printf '%q' "$(in_checkout "$VENV_BIN/tensorboard")") --logdir $q_logdir" \
+     " # the summaries"

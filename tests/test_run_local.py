@@ -5,6 +5,7 @@ import contextlib
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -115,7 +116,21 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
   assert 'seed_rl: stopping' not in result.stdout
   print(f'run_local.sh ended {end_s:.1f} s after the learner\'s "Training finished" line')
   assert end_s < 30
-  assert 'training finished' in result.stdout
+  # It ends with the commands that show what the run learned, which work as printed: with the
+  # venv's programs the run used, relative to the checkout where they are in it.
+  venv_bin = pathlib.Path(os.environ.get('SEED_RL_VENV', ROOT / '.venv')) / 'bin'
+  where = ''
+  if venv_bin.is_relative_to(ROOT):
+    venv_bin, where = venv_bin.relative_to(ROOT), f' (in {ROOT})'
+  end = result.stdout[result.stdout.index('seed_rl: training finished'):].splitlines()
+  assert end[0] == f'seed_rl: training finished; next{where}:'
+  evaluate, plot, tensorboard = (line.split('  #')[0].strip() for line in end[1:4])
+  assert evaluate == (f'{venv_bin}/python -m seed_rl.evaluate --logdir={logdir} --episodes=10 '
+                      '--greedy')
+  assert plot == f'{venv_bin}/python -m seed_rl.plot {logdir} --out {logdir}/curve.png'
+  assert tensorboard == f'{venv_bin}/tensorboard --logdir {logdir}'
+  subprocess.run(shlex.split(plot), cwd=ROOT, check=True, capture_output=True, timeout=60)
+  assert (logdir / 'curve.png').stat().st_size > 0
   # 2 actors fill a machine of 2 cores or fewer: the learner's TensorFlow gets fewer threads.
   fills_the_cores = len(os.sched_getaffinity(0)) <= 2
   assert ('the learner\'s TensorFlow uses 1 thread per op' in result.stdout) == fills_the_cores
