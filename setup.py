@@ -36,6 +36,9 @@ CORE_REQUIRES = [
     # imageio-ffmpeg wheel carries its own ffmpeg binary.
     'imageio>=2.14.1,<3',
     'imageio-ffmpeg>=0.5,<1',
+    # Gymnasium's classic-control envs (CartPole, Acrobot, ...) render those videos with pygame
+    # (what gymnasium's classic-control extra installs).
+    'pygame>=2.1.3',
     # Learning curves (python -m seed_rl.plot; event files are read by tensorboard's reader).
     'matplotlib>=3.8,<4',
     # The configurable on-policy agent is put together with gin, as the original's.
