@@ -4,7 +4,7 @@ Every script runs with --dry-run from the repository root, with a PATH that has 
 nor docker (only the few tools the scripts use), so the tests also prove that a dry run calls
 neither. The spec must parse and have what a CustomJob needs: two worker pools (the learner
 with an accelerator, the actor machines), the image, gcp/run.py as the command with its flags,
-and the scenario's hyper-parameters of the original (reference §6.6) after `--`.
+and the scenario's hyper-parameters of the original after `--`.
 """
 
 import json
@@ -59,17 +59,26 @@ SCENARIOS = {
         '--inference_batch_size=64', '--batch_size=32', '--unroll_length=32',
         '--total_environment_frames=5e8', '--discounting=0.997', '--entropy_cost=7.3309e-4',
         '--lambda_=1', '--learning_rate=1.2542e-4']),
-    # The original ran PPO on HalfCheetah-v2 here; seed_rl has no PPO yet: SAC on the v5 id.
-    'train_mujoco.sh': ('mujoco', 'sac', 'n1-standard-8', 1, 4, 4, [
-        '--env_name=HalfCheetah-v5', '--learning_rate=3e-4', '--batch_size=256',
-        '--unroll_length=1', '--replay_buffer_size=1000000', '--replay_ratio=4',
-        '--discounting=0.99', '--polyak=0.995', '--entropy_cost=0.01', '--target_entropy=-6',
-        '--total_environment_frames=3e6']),
+    # The original's PPO on HalfCheetah (-v2 there, Gymnasium's -v5 here), 4 machines x 1 actor;
+    # its --gin_config (the packaged ppo.gin, our default) and --batches_per_step=0 (here the
+    # default, 1, leaves the step to --step_size_transitions) are left out.
+    'train_mujoco.sh': ('mujoco', 'ppo', 'n1-standard-8', 1, 4, 1, [
+        '--env_name=HalfCheetah-v5', '--total_environment_frames=2000000', '--batch_mode=split',
+        '--epochs_per_step=10', '--lr_decay_multiplier=0', '--step_size_transitions=2048',
+        '--batch_size_transitions=64', '--unroll_length=16', '--learning_rate=3e-4',
+        '--clip_norm=0.5', '--batch_size=0']),
 }
-#: Flags of `MUJOCO_AGENT=vtrace gcp/train_mujoco.sh`.
-MUJOCO_VTRACE_FLAGS = ['--env_name=HalfCheetah-v5', '--learning_rate=3e-4',
-                       '--normalize_observations', '--batch_size=32', '--unroll_length=64',
-                       '--total_environment_frames=1e7']
+#: The other agents of gcp/train_mujoco.sh: MUJOCO_AGENT -> (actor machines, actors each,
+#: flags).
+MUJOCO_AGENTS = {
+    'sac': (4, 4, ['--env_name=HalfCheetah-v5', '--learning_rate=3e-4', '--batch_size=256',
+                   '--unroll_length=1', '--replay_buffer_size=1000000', '--replay_ratio=4',
+                   '--discounting=0.99', '--polyak=0.995', '--entropy_cost=0.01',
+                   '--target_entropy=-6', '--total_environment_frames=3e6']),
+    'vtrace': (4, 4, ['--env_name=HalfCheetah-v5', '--learning_rate=3e-4',
+                      '--normalize_observations', '--batch_size=32', '--unroll_length=64',
+                      '--total_environment_frames=1e7']),
+}
 #: Variables of the caller that would change the specs.
 CONFIG_VARIABLES = ('PROJECT_ID', 'REGION', 'REPOSITORY', 'BUCKET', 'IMAGE_URI', 'SKIP_BUILD',
                     'JOB_NAME', 'SPEC_DIR', 'SERVICE_ACCOUNT', 'JOB_TIMEOUT', 'STREAM_LOGS',
@@ -207,6 +216,8 @@ def test_generic_script_takes_the_scenario_after_the_options_and_refuses_unknown
      'gcp/train_dmlab.sh rooms_watermaze --dry-run --game='),
     ('train_atari.sh', ['--help'], {}, 'atari r2d2 on Vertex AI, scenario atari',
      'gcp/train_atari.sh --dry-run --game=Breakout'),
+    ('train_mujoco.sh', ['--help'], {}, 'mujoco ppo on Vertex AI, scenario mujoco_ppo',
+     'gcp/train_mujoco.sh --dry-run --env_name=Hopper-v5'),
     ('train_mujoco.sh', ['--help'], {'MUJOCO_AGENT': 'vtrace'}, 'scenario mujoco_vtrace',
      'gcp/train_mujoco.sh --dry-run --env_name=Hopper-v5'),
 ])
@@ -424,7 +435,7 @@ def _check_flags(environment, agent, argument_lists):
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize('environment, agent', [('atari', 'r2d2'), ('dmlab', 'vtrace'),
-                                                ('football', 'vtrace'), ('mujoco', 'sac')])
+                                                ('football', 'vtrace'), ('mujoco', 'ppo')])
 def test_the_entry_point_defines_every_flag_of_its_scenarios(environment, agent, tmp_path,
                                                               bare_path):
   if not _entry_point_exists(environment, agent):
@@ -443,66 +454,117 @@ def test_the_entry_point_defines_every_flag_of_its_scenarios(environment, agent,
 
 
 @pytest.mark.timeout(180)
-def test_train_mujoco_runs_vtrace_with_mujoco_agent_vtrace(tmp_path, bare_path):
+@pytest.mark.parametrize('mujoco_agent', sorted(MUJOCO_AGENTS))
+def test_train_mujoco_runs_the_agent_mujoco_agent_names(mujoco_agent, tmp_path, bare_path):
+  machines, actors, hparams = MUJOCO_AGENTS[mujoco_agent]
   result = _run('train_mujoco.sh', '--dry-run', path=bare_path, tmp_path=tmp_path,
-                env={'MUJOCO_AGENT': 'vtrace'})
+                env={'MUJOCO_AGENT': mujoco_agent})
   assert result.returncode == 0, result.stdout + result.stderr
   spec_file, spec = _spec(tmp_path)
-  assert spec_file.name.startswith('seed_rl_mujoco_vtrace_')
+  assert spec_file.name.startswith(f'seed_rl_mujoco_{mujoco_agent}_')
   learner, actor = spec['workerPoolSpecs']
+  assert learner['machineSpec'] == {'machineType': 'n1-standard-8',
+                                    'acceleratorType': 'NVIDIA_TESLA_P100', 'acceleratorCount': 1}
   assert learner['containerSpec']['imageUri'].endswith('/seed_rl:mujoco')
+  assert actor['replicaCount'] == machines
   own, forwarded = _args(learner)
-  assert own == ['--environment=mujoco', '--agent=vtrace', '--workers=4',
-                 '--actors_per_worker=4', '--env_batch_size=1']
-  assert forwarded[1:] == MUJOCO_VTRACE_FLAGS
+  assert own == ['--environment=mujoco', f'--agent={mujoco_agent}', f'--workers={machines}',
+                 f'--actors_per_worker={actors}', '--env_batch_size=1']
+  assert forwarded[1:] == hparams
   assert actor['containerSpec'] == learner['containerSpec']
-  _check_flags('mujoco', 'vtrace', ['\n'.join(forwarded)])
+  _check_flags('mujoco', mujoco_agent, ['\n'.join(forwarded)])
+
+
+def _run_py_commands(pool, machines, task_type, index):
+  """The commands `gcp/run.py --dry_run` makes of a pool's container args, on a host of task
+  TASK_TYPE INDEX of a Vertex AI cluster of one learner and MACHINES actor machines."""
+  cluster = {'workerpool0': ['learner-0:2222'],
+             'workerpool1': [f'actor-{i}:2222' for i in range(machines)]}
+  tf_config = json.dumps({'cluster': cluster, 'task': {'type': task_type, 'index': index}})
+  args = list(pool['containerSpec']['args'])
+  args.insert(args.index('--'), '--dry_run')
+  run = subprocess.run([sys.executable, str(ROOT / 'gcp' / 'run.py')] + args, cwd=ROOT,
+                       env=dict(os.environ, TF_CONFIG=tf_config), capture_output=True,
+                       text=True, timeout=60)
+  assert run.returncode == 0, run.stderr[-3000:]
+  return [shlex.split(line) for line in run.stdout.splitlines() if line.strip()]
+
+
+# The training configuration a PPO learner derives from its command line, as JSON.
+_PPO_TRAINING_CONFIG = r'''
+import dataclasses, importlib, json, sys
+from absl import flags
+importlib.import_module(sys.argv[1])
+from seed_rl.agents.policy_gradient import learner_flags
+flags.FLAGS(['main'] + sys.argv[2:])
+config = learner_flags.training_config_from_flags(flags.FLAGS)
+print(json.dumps(dict(dataclasses.asdict(config), learning_rate=flags.FLAGS.learning_rate,
+                      lr_decay_multiplier=flags.FLAGS.lr_decay_multiplier,
+                      total_environment_frames=flags.FLAGS.total_environment_frames,
+                      env_name=flags.FLAGS.env_name, gin_config=flags.FLAGS.gin_config)))
+'''
+
+
+@pytest.mark.timeout(120)
+def test_train_mujoco_ppo_learner_trains_in_the_steps_of_the_original(tmp_path, bare_path):
+  """The learner command gcp/run.py makes of the default spec, parsed by ppo_main as the learner
+  parses it: steps of 2048 transitions (32 minibatches of 4 unrolls of 16), 10 epochs."""
+  result = _run('train_mujoco.sh', '--dry-run', path=bare_path, tmp_path=tmp_path)
+  assert result.returncode == 0, result.stdout + result.stderr
+  learner_pool, _ = _spec(tmp_path)[1]['workerPoolSpecs']
+  (learner,) = _run_py_commands(learner_pool, 4, 'workerpool0', 0)
+  module = learner[learner.index('-m') + 1]
+  assert module == 'seed_rl.environments.mujoco.ppo_main'
+  parsed = subprocess.run(
+      [sys.executable, '-c', _PPO_TRAINING_CONFIG, module] + learner[learner.index('-m') + 2:],
+      cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+      timeout=60)
+  assert parsed.returncode == 0, parsed.stderr[-3000:]
+  config = json.loads(parsed.stdout.strip().splitlines()[-1])
+  assert {key: config[key] for key in (
+      'unroll_length', 'batch_size', 'batches_per_step', 'epochs_per_step', 'batch_mode',
+      'clip_norm', 'learning_rate', 'lr_decay_multiplier', 'total_environment_frames',
+      'env_name', 'gin_config')} == {
+          'unroll_length': 16, 'batch_size': 4, 'batches_per_step': 32, 'epochs_per_step': 10,
+          'batch_mode': 'split', 'clip_norm': 0.5, 'learning_rate': 3e-4,
+          'lr_decay_multiplier': 0, 'total_environment_frames': 2e6,
+          'env_name': 'HalfCheetah-v5', 'gin_config': None}
 
 
 @pytest.mark.timeout(60)
 def test_train_mujoco_refuses_an_agent_it_has_no_flags_for(tmp_path, bare_path):
   result = _run('train_mujoco.sh', '--dry-run', path=bare_path, tmp_path=tmp_path,
-                env={'MUJOCO_AGENT': 'ppo'})
+                env={'MUJOCO_AGENT': 'r2d2'})
   assert result.returncode != 0
-  assert "MUJOCO_AGENT must be sac or vtrace, got 'ppo'" in result.stderr
+  assert "MUJOCO_AGENT must be ppo, sac or vtrace, got 'r2d2'" in result.stderr
   assert not (tmp_path / 'specs').exists()
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize('script, mujoco_agent', [('train_atari.sh', None),
                                                   ('train_football_scoring.sh', None),
+                                                  ('train_mujoco.sh', None),
                                                   ('train_mujoco.sh', 'sac'),
                                                   ('train_mujoco.sh', 'vtrace')])
 def test_the_spec_starts_the_learner_and_the_actors_through_run_py(script, mujoco_agent,
                                                                    tmp_path, bare_path):
   """The container args of a spec, given to gcp/run.py with the TF_CONFIG Vertex AI sets."""
   environment, agent, _, _, machines, actors, _ = SCENARIOS[script]
-  agent = mujoco_agent or agent
+  if mujoco_agent:
+    agent = mujoco_agent
+    machines, actors, _ = MUJOCO_AGENTS[mujoco_agent]
   if not _entry_point_exists(environment, agent):
     pytest.skip(f'seed_rl/environments/{environment}/{agent}_main.py does not exist yet')
   result = _run(script, '--dry-run', path=bare_path, tmp_path=tmp_path,
                 env={'MUJOCO_AGENT': mujoco_agent} if mujoco_agent else None)
   assert result.returncode == 0, result.stderr
   learner_pool, actor_pool = _spec(tmp_path)[1]['workerPoolSpecs']
-  cluster = {'workerpool0': ['learner-0:2222'],
-             'workerpool1': [f'actor-{i}:2222' for i in range(machines)]}
-
-  def commands(pool, task_type, index):
-    tf_config = json.dumps({'cluster': cluster, 'task': {'type': task_type, 'index': index}})
-    args = list(pool['containerSpec']['args'])
-    args.insert(args.index('--'), '--dry_run')
-    run = subprocess.run([sys.executable, str(ROOT / 'gcp' / 'run.py')] + args, cwd=ROOT,
-                         env=dict(os.environ, TF_CONFIG=tf_config), capture_output=True,
-                         text=True, timeout=60)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return [shlex.split(line) for line in run.stdout.splitlines() if line.strip()]
-
   num_envs = f'--num_envs={machines * actors}'
-  (learner,) = commands(learner_pool, 'workerpool0', 0)
+  (learner,) = _run_py_commands(learner_pool, machines, 'workerpool0', 0)
   assert '--run_mode=learner' in learner and '--server_address=[::]:2222' in learner
   assert f'seed_rl.environments.{environment}.{agent}_main' in learner
   assert num_envs in learner
-  last_host = commands(actor_pool, 'workerpool1', machines - 1)
+  last_host = _run_py_commands(actor_pool, machines, 'workerpool1', machines - 1)
   assert len(last_host) == actors
   tasks = sorted(int(a.split('=')[1]) for c in last_host for a in c if a.startswith('--task='))
   assert tasks == list(range((machines - 1) * actors, machines * actors))
