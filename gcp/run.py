@@ -22,7 +22,7 @@ puts in the environment: `TF_CONFIG`, else `CLUSTER_SPEC`, both JSON of the form
 
 Without a cluster description (or with a task type SEED RL has no role for, such as `ps` or
 `evaluator`) run.py exits with status 2 and says what it expected; on your own machines write
-the TF_CONFIG yourself (see the README, "Running on your own machines").
+the TF_CONFIG yourself (see docs/deployment.md, "Your own machines").
 
 The processes run `python -m seed_rl.environments.ENV.AGENT_main` (or `--main_module`) with
 this interpreter, in run.py's working directory, with the checkout first on PYTHONPATH. run.py
@@ -57,7 +57,8 @@ flags.DEFINE_string('environment', 'football',
                     'Environment package under seed_rl.environments: atari, football, dmlab, '
                     'gym, mujoco.')
 flags.DEFINE_string('agent', 'vtrace',
-                    'Agent: vtrace, r2d2 or sac (its <agent>_main module runs).')
+                    'Agent: vtrace, r2d2, sac or ppo, where the environment has it (its '
+                    '<agent>_main module runs).')
 flags.DEFINE_integer('actors_per_worker', 1, 'Actor processes on each actor host.')
 flags.DEFINE_integer('env_batch_size', 1, 'Environments per actor process.')
 flags.DEFINE_integer('workers', None,
