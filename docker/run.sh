@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a SEED RL experiment in the image docker/build.sh made: inside the container
 # run_local.sh starts the learner, the actors and TensorBoard, in the tmux layout of the
-# original (session seed_rl: a main window, learner, actor_0 ... actor_K-1, tensorboard) when
-# this terminal is interactive, else in the background with one log per process.
+# original (a session of the run's own, seed_rl_<logdir's name>_<hash>: the windows main,
+# progress, learner, actor_0 ... actor_K-1, tensorboard) when this terminal is interactive, else
+# in the background with one log per process.
 #
 #   docker/run.sh ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
 #
