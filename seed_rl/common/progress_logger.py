@@ -1,5 +1,6 @@
 """Scalars produced inside tf.functions, written to TensorBoard from a background thread."""
 
+import contextlib
 import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
@@ -18,6 +19,10 @@ class ProgressLogger(object):
   meanwhile is reported on time), and when the step advanced since its last write, writes every
   value and `speed/steps_per_sec` (steps per second since the previous write). Steps are
   whatever `step_end` counts (learners count env frames).
+
+  Without a `summary_writer` the scalars go to the default writer of the thread that logs
+  (`tf.summary.create_file_writer(...).as_default()`), and nowhere if it has none: values
+  are still collected and the callback still runs.
   """
 
   def __init__(self, summary_writer=None, initial_period: float = 0.1,
@@ -61,7 +66,9 @@ class ProgressLogger(object):
     advanced = (current_step != self.last_log_step and
                 values.shape == (len(self.log_keys),))
     now = time.time()
-    with self.summary_writer.as_default():
+    writer_scope = (contextlib.nullcontext() if self.summary_writer is None
+                    else self.summary_writer.as_default())
+    with writer_scope:
       tf.summary.experimental.set_step(current_step)
       if self.logging_callback:
         self.logging_callback()
@@ -80,8 +87,7 @@ class ProgressLogger(object):
     while True:
       stop = self.terminator.wait(period)
       try:
-        if self.summary_writer is not None:
-          self._log()
+        self._log()
       except Exception:  # pylint: disable=broad-except
         # A broken summary pipeline must not go unnoticed for a whole training run.
         logging.exception('ProgressLogger failed; stopping the process.')

@@ -82,3 +82,34 @@ def test_the_callback_runs_while_no_step_ends_and_nothing_is_written(tmp_path):
   writer.flush()
   assert len(callbacks) >= 3
   assert read_scalars(tmp_path) == {}
+
+
+@pytest.mark.timeout(60)
+def test_without_a_summary_writer_log_writes_to_the_callers_default_writer(tmp_path):
+  """As the original's `ProgressLogger()`: `_log` works with no writer of its own, before and
+  after steps, and its scalars go to the default writer of the thread that logs."""
+  logger = progress_logger.ProgressLogger(initial_period=60.)  # Its thread logs at shutdown.
+  callbacks = []
+  logger.start(lambda: callbacks.append(1))
+  logger._log()  # pylint: disable=protected-access
+
+  @tf.function(input_signature=(tf.TensorSpec([], tf.int32, 'value'),))
+  def log_something(value):
+    session = logger.log_session()
+    logger.log(session, 'value_1', value)
+    logger.log(session, 'value_2', value + 1)
+    logger.step_end(session)
+
+  log_something(tf.constant(10))
+  writer = tf.summary.create_file_writer(str(tmp_path))
+  with writer.as_default():
+    logger._log()  # pylint: disable=protected-access
+  np.testing.assert_array_equal(logger.ready_values.read_value(), [10., 11.])
+  log_something(tf.constant(15))
+  np.testing.assert_array_equal(logger.ready_values.read_value(), [15., 16.])
+  logger._log()  # pylint: disable=protected-access  (no default writer here: nothing written)
+  logger.shutdown()
+  writer.flush()
+  assert callbacks
+  scalars = read_scalars(tmp_path)
+  assert scalars['value_1'] == [(1, 10.0)] and scalars['value_2'] == [(1, 11.0)]
