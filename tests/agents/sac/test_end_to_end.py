@@ -53,7 +53,7 @@ def test_hindsight_replay_with_dict_observations_end_to_end(tmp_path):
     assert learner.wait(240) == 0, learner.log()[-3000:]
     assert 'Training finished' in learner.log()
     assert re.search(r'Return: -?[\d.]+ Raw return', learner.log())
-    assert 'Inference call failed' in actor.log() or actor.popen.poll() is None
+    assert actor.wait(30) == 0 and 'finished training; this actor stops.' in actor.log()
 
   exported = tf.saved_model.load(str(tmp_path / 'logdir' / 'saved_model'))
   goal = {key: tf.zeros([2, 10]) for key in ('observation', 'achieved_goal', 'desired_goal')}
