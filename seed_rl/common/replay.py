@@ -9,10 +9,27 @@ import tensorflow as tf
 from seed_rl.common import env_state
 
 
+def _as_tensor_specs(specs):
+  """`specs` with every leaf a `tf.TensorSpec`; a tensor or array leaf stands for its shape
+  and dtype, so an example item (without its batch dimension) can describe what is stored."""
+
+  def as_spec(leaf):
+    if isinstance(leaf, tf.TensorSpec):
+      return leaf
+    if hasattr(leaf, 'shape') and hasattr(leaf, 'dtype'):
+      return tf.TensorSpec(leaf.shape, tf.as_dtype(leaf.dtype))
+    raise ValueError(  # noqa: TRY004 (argument errors of the replays are ValueErrors)
+        'Replay specs must be tf.TensorSpecs, or tensors or arrays whose shape and dtype '
+        f'describe one stored item; got {leaf!r}.')
+
+  return tf.nest.map_structure(as_spec, specs)
+
+
 class PrioritizedReplay(tf.Module):
   """Ring buffer of unrolls sampled in proportion to priority^alpha (Schaul et al. 2016).
 
-  Not thread-safe: the learner inserts and samples from one thread.
+  `specs` describe one item: a nest of `tf.TensorSpec`s, or of tensors whose shapes and dtypes
+  are used. Not thread-safe: the learner inserts and samples from one thread.
   """
 
   def __init__(self, size: int, specs, importance_sampling_exponent: float,
@@ -20,6 +37,7 @@ class PrioritizedReplay(tf.Module):
     super().__init__(name=name)
     if size <= 0:
       raise ValueError(f'Replay buffer size must be positive, got {size}.')
+    specs = _as_tensor_specs(specs)
     self._size = size
     self.importance_sampling_exponent = importance_sampling_exponent
     with self.name_scope:
@@ -146,10 +164,13 @@ class HindsightExperienceReplay(PrioritizedReplay):
   later, so sparse rewards become frequent. This buffer implements the `future` strategy of
   the paper on fixed windows, as the original SEED RL's does for SAC (`--her_window_length`).
 
-  Each stored item is an `Unroll(agent_state, prev_actions, env_outputs, agent_outputs)`
-  whose leaves other than `agent_state` are windows of `H + 1` steps (`[H + 1, ...]` per item)
-  and whose `env_outputs` is an `EnvOutput` with a GoalEnv observation, a dict with the keys
-  `observation`, `achieved_goal` and `desired_goal` (goals `[H + 1, ..., goal_dim]`).
+  Each stored item is a namedtuple with an `env_outputs` field, such as
+  `Unroll(agent_state, prev_actions, env_outputs, agent_outputs)`. Its leaves other than those
+  of an `agent_state` field (optional; stored and returned once per item) are windows of
+  `H + 1` steps (`[H + 1, ...]` per item), and its `env_outputs` is an `EnvOutput` with a
+  GoalEnv observation, a dict with the keys `achieved_goal` and `desired_goal` (goals
+  `[H + 1, ..., goal_dim]`) and usually `observation`. `specs` are `tf.TensorSpec`s or
+  tensors, as for `PrioritizedReplay`.
 
   `sample` draws items like `PrioritizedReplay.sample` (same indices and importance weights),
   then for every item:
@@ -167,10 +188,11 @@ class HindsightExperienceReplay(PrioritizedReplay):
        does not depend on the goal; without substitution the stored rewards come back
        unchanged.
     3. It keeps a uniformly random contiguous sub-window of `unroll_length + 1` steps (one
-       start per item, shared by all its leaves); `agent_state` is returned as stored.
+       start per item, shared by all its leaves); an `agent_state` is returned as stored.
 
-  `compute_reward_fn(achieved_goal, desired_goal)` is a TensorFlow callable: it gets float
-  tensors `[n, H, ..., goal_dim]` inside a `tf.function` and returns rewards `[n, H, ...]`.
+  `compute_reward_fn(achieved_goal, desired_goal)` is a TensorFlow callable: it gets goal
+  tensors `[n, H, ..., goal_dim]` of the stored dtype inside a `tf.function` and returns
+  rewards `[n, H, ...]`.
   Wrap a numpy reward such as a GoalEnv's `compute_reward(achieved, desired, info)` with
   `numpy_reward_fn(lambda a, d: env.compute_reward(a, d, {}))`.
 
@@ -186,10 +208,11 @@ class HindsightExperienceReplay(PrioritizedReplay):
     if not 0.0 <= substitution_probability <= 1.0:
       raise ValueError('substitution_probability must be in [0, 1], got '
                        f'{substitution_probability}.')
-    for field in ('agent_state', 'env_outputs'):
-      if not hasattr(specs, field) or not hasattr(specs, '_replace'):
-        raise ValueError('HindsightExperienceReplay stores Unroll(agent_state, prev_actions, '
-                         f'env_outputs, agent_outputs) namedtuples; specs lack `{field}`.')
+    specs = _as_tensor_specs(specs)
+    if 'env_outputs' not in getattr(specs, '_fields', ()):
+      raise ValueError('HindsightExperienceReplay stores namedtuples with an `env_outputs` '
+                       'field, such as Unroll(agent_state, prev_actions, env_outputs, '
+                       f'agent_outputs); got specs {specs!r}.')
     observation = getattr(specs.env_outputs, 'observation', None)
     if not isinstance(observation, dict) or not {'achieved_goal', 'desired_goal'} <= set(
         observation):
@@ -199,7 +222,7 @@ class HindsightExperienceReplay(PrioritizedReplay):
     if achieved.shape != desired.shape or (achieved.shape.rank or 0) < 2:
       raise ValueError('achieved_goal and desired_goal must have the same shape [H + 1, ..., '
                        f'goal_dim], got {achieved.shape} and {desired.shape}.')
-    windowed = tf.nest.flatten(specs._replace(agent_state=()))
+    windowed = tf.nest.flatten(_without_agent_state(specs))
     leading = {spec.shape[0] if spec.shape.rank else None for spec in windowed}
     if len(leading) != 1 or None in leading:
       raise ValueError('Every leaf of the stored unrolls except agent_state must have the '
@@ -275,5 +298,14 @@ class HindsightExperienceReplay(PrioritizedReplay):
     start = tf.random.uniform([num], maxval=horizon - length + 1, dtype=tf.int32)
     steps = start[:, tf.newaxis] + tf.range(length + 1)[tf.newaxis]
     windows = tf.nest.map_structure(lambda x: tf.gather(x, steps, batch_dims=1),
-                                    unrolls._replace(agent_state=()))
-    return windows._replace(agent_state=unrolls.agent_state)
+                                    _without_agent_state(unrolls))
+    if 'agent_state' in unrolls._fields:
+      windows = windows._replace(agent_state=unrolls.agent_state)
+    return windows
+
+
+def _without_agent_state(unrolls):
+  """`unrolls` with an `agent_state` field emptied: it is stored once per item, not per step."""
+  if 'agent_state' in unrolls._fields:
+    return unrolls._replace(agent_state=())
+  return unrolls

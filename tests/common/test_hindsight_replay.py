@@ -291,7 +291,54 @@ def test_sample_inside_tf_function_has_static_shapes():
   np.testing.assert_array_equal(values.agent_state, item * np.array([1., 2., 3.]))
 
 
+# Items with no agent_state, as the original's HER stores.
+EnvOutputsOnly = collections.namedtuple('EnvOutputsOnly', 'env_outputs')
+
+
+def _distance_reward(achieved, desired):
+  return tf.norm(tf.cast(achieved - desired, tf.float32), axis=-1)
+
+
+def _np_distance_reward(achieved, desired):
+  return np.linalg.norm((achieved - desired).astype(np.float32), axis=-1)
+
+
+def test_specs_given_as_tensors_and_items_without_agent_state():
+  """As the original's HER: an example item's tensors serve as specs (their shapes and dtypes),
+  and items need no agent_state; sampling relabels and cuts windows as with Unrolls."""
+  tf.random.set_seed(9)
+  rng = np.random.default_rng(9)
+  done = _random_done(rng)
+  item = np.arange(NUM_ITEMS)[:, None]
+  step = np.broadcast_to(np.arange(H + 1)[None, :], (NUM_ITEMS, H + 1))
+  achieved = np.stack([10 * item + step, step], -1).astype(np.int32)
+  arrays = EnvOutputsOnly(EnvOutput(
+      reward=rng.normal(size=(NUM_ITEMS, H + 1)).astype(np.float32), done=done,
+      observation={'achieved_goal': achieved, 'desired_goal': achieved + 1000},
+      abandoned=np.zeros_like(done), episode_step=step.astype(np.int32)))
+  example_item = tf.nest.map_structure(lambda x: tf.constant(x[0]), arrays)
+  buffer = replay.HindsightExperienceReplay(
+      size=NUM_ITEMS, specs=example_item, importance_sampling_exponent=1.,
+      compute_reward_fn=_distance_reward, unroll_length=3, substitution_probability=0.5)
+  buffer.insert(tf.nest.map_structure(tf.constant, arrays), tf.ones([NUM_ITEMS]))
+
+  indices, weights, values = buffer.sample(2000, 1.)
+  assert isinstance(values, EnvOutputsOnly) and weights.shape == [2000]
+  goals = values.env_outputs.observation
+  assert goals['achieved_goal'].shape == goals['desired_goal'].shape == [2000, 4, 2]
+  assert goals['desired_goal'].dtype == tf.int32 and values.env_outputs.reward.shape == [2000, 4]
+  item, step = _positions(indices, values)
+  np.testing.assert_array_equal(step, step[:, :1] + np.arange(4))
+  np.testing.assert_array_equal(goals['achieved_goal'], achieved[item, step])
+  substituted = np.any(goals['desired_goal'].numpy() != achieved[item, step] + 1000, -1)
+  assert substituted.any() and not np.any(substituted & done[item, step])
+  np.testing.assert_allclose(values.env_outputs.reward.numpy()[:, 1:],
+                             _expected_rewards(arrays, indices, values, _np_distance_reward),
+                             rtol=1e-5)
+
+
 @pytest.mark.parametrize('kwargs, message', [
+    ({'specs': _specs()._replace(agent_outputs='float32')}, 'TensorSpecs, or tensors'),
     ({'unroll_length': H + 1}, 'unroll_length'),
     ({'unroll_length': 0}, 'unroll_length'),
     ({'substitution_probability': 1.5}, 'substitution_probability'),
