@@ -13,6 +13,7 @@ sharding times, SavedModel assets). With `TF_CPP_MIN_LOG_LEVEL=0` nothing is fil
 keeps TensorFlow's Python INFO lines.
 """
 
+import gc
 import glob
 import importlib
 import logging as std_logging
@@ -131,6 +132,9 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
       if prepare_learner is not None:
         prepare_learner()
       learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
+      # Checkpoints, summaries and the exported policy are written: the interpreter's last
+      # garbage collections over TensorFlow's many objects would only delay the exit by seconds.
+      gc.freeze()
     except ValueError as e:  # A configuration the learner refuses: one line, no traceback.
       logging.vlog(1, 'The learner stopped:', exc_info=True)
       sys.exit(f'seed_rl learner: {e} (--v=1 shows the traceback)')
