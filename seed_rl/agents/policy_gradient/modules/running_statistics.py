@@ -33,12 +33,31 @@ def _cross_replica_sum(values: Sequence[tf.Tensor]) -> Sequence[tf.Tensor]:
   """Sums `values` over the replicas of the current replica context.
 
   In a cross-replica context the values already describe the whole batch and
-  are returned unchanged; with no strategy the sum is over the one replica.
+  are returned unchanged, as they are with a single replica.
+
+  With several replicas the sum is a plain add on one device, copied back to
+  every replica, rather than the strategy's collective all-reduce: TensorFlow
+  numbers a strategy's collective ops from the same keys in every
+  MirroredStrategy, so a second strategy on the same devices reuses the keys
+  of the first one's reductions and, with tensors of another shape, aborts
+  every later collective of the process ("Shape mismatch in the collective
+  instance"). The statistics are a few small vectors, so the copies are
+  cheap.
   """
   context = tf.distribute.get_replica_context()
-  if context is None:
+  if context is None or context.num_replicas_in_sync == 1:
     return values
-  return context.all_reduce(tf.distribute.ReduceOp.SUM, list(values))
+  return context.merge_call(_sum_to_every_replica, args=(list(values),))
+
+
+def _sum_to_every_replica(strategy: tf.distribute.Strategy,
+                          per_replica_values: Sequence[tf.Tensor]
+                          ) -> Sequence[tf.Tensor]:
+  """merge_call body: each value's sum over replicas, one copy per replica."""
+  del strategy  # The values carry their devices.
+  return tf.distribute.ReductionToOneDevice().batch_reduce(
+      tf.distribute.ReduceOp.SUM,
+      [(value, value) for value in per_replica_values])
 
 
 def _statistic(name: str, initial_value: tf.Tensor) -> tf.Variable:

@@ -343,3 +343,62 @@ def test_statistics_aggregate_over_two_replicas():
     assert result['copies_differ'] == 0., (name, result)
   # buffer_size 2: the first two updates (19 rows) were flushed.
   assert results['two_level']['counts'] == [19., 10.]
+
+
+# One new MirroredStrategy per tracker, in one process, as a program that
+# builds several learners (or a test module) does. Each strategy numbers its
+# collective ops from the same keys, so reductions of different shapes in two
+# strategies must not go through collectives.
+_STRATEGY_PER_TRACKER_BODY = r'''
+from seed_rl.agents.policy_gradient.modules import running_statistics as rs
+
+data = np.arange(200, dtype=np.float32).reshape(20, 10)
+halves = np.split(data, 2)
+factories = [
+    ('ema', lambda: rs.EMAMeanStd(beta=.5)),
+    ('average', rs.AverageMeanStd),
+    ('two_level', lambda: rs.TwoLevelAverageMeanStd(buffer_size=1)),
+    ('ema_eager', lambda: rs.EMAMeanStd(beta=.5)),
+    ('average_eager', rs.AverageMeanStd),
+]
+results = {}
+for name, factory in factories:
+  strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+  tracker = factory()
+  with strategy.scope():
+    tracker.init(10)
+  update = tracker.update if name.endswith('_eager') else tf.function(
+      tracker.update)
+  for half in halves:
+    # The whole half, split over the two replicas by the dataset.
+    values = next(iter(strategy.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensors(half))))
+    strategy.run(update, (values,))
+  if name.startswith('ema'):
+    results[name] = [tracker.first_moment.numpy().tolist(),
+                     tracker.second_moment.numpy().tolist()]
+  else:
+    results[name] = [t.numpy().tolist() for t in tracker.get_mean_std()]
+  results[name].append(replica_copies_differ(tracker))
+print('RESULT ' + json.dumps(results))
+'''
+
+
+@pytest.mark.timeout(180)
+def test_trackers_update_under_a_new_strategy_each():
+  results = run_two_replica_script(_STRATEGY_PER_TRACKER_BODY)
+  data = np.arange(200, dtype=np.float64).reshape(20, 10)
+  first, second = np.zeros(10), np.ones(10)
+  for half in np.split(data, 2):  # beta .5, by hand.
+    first += .5 * (half.mean(0) - first)
+    second += .5 * ((half ** 2).mean(0) - second)
+  expected = {'ema': (first, second), 'average': (data.mean(0), data.std(0))}
+  expected['ema_eager'] = expected['ema']
+  expected['two_level'] = expected['average_eager'] = expected['average']
+  assert sorted(results) == sorted(expected)
+  for name, (mean_or_first, std_or_second, copies_differ) in results.items():
+    np.testing.assert_allclose(mean_or_first, expected[name][0], rtol=1e-5,
+                               err_msg=name)
+    np.testing.assert_allclose(std_or_second, expected[name][1], rtol=1e-5,
+                               err_msg=name)
+    assert copies_differ == 0., name
