@@ -1,6 +1,7 @@
 """A new agent plugged into the learner runtime, trained in-process against a real gRPC actor.
 
-`A2CAgent` is the "Bring your own agent" example of the README: keep the two in step.
+`A2CAgent` is the "Bring your own agent" example of docs/agents.md (tests/test_docs_agents.py
+checks that the two are the same).
 """
 
 import threading
