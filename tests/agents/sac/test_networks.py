@@ -93,3 +93,44 @@ def test_the_lstm_history_ignores_the_desired_goal():
                      unroll=True)
   for a, b in zip(tf.nest.flatten(state_a[1]), tf.nest.flatten(state_b[1])):
     np.testing.assert_allclose(a, b)
+
+
+def test_value_q_and_policy_heads_take_time_major_inputs_by_default():
+  """As the original's `get_V`, `get_Q` and `get_action_params`: `[T, B]` inputs without
+  `unroll` are an unroll (`T = 1` too), equal to the step-by-step results; `[B]` inputs are
+  still one step."""
+  time_steps, batch = 4, 3
+  lstm = networks.ActorCriticLSTM(_DIST, n_critics=2, lstm_sizes=[8], pre_mlp_sizes=[8],
+                                  post_mlp_sizes=[8], ff_mlp_sizes=[8])
+  mlp = networks.ActorCriticMLP(_DIST, n_critics=2, mlp_sizes=[8])
+  env_outputs = _env_outputs((time_steps, batch), _goal_observation((time_steps, batch)))
+  rng = np.random.RandomState(3)
+  prev_actions = tf.constant(rng.uniform(-1, 1, (time_steps, batch, 2)), tf.float32)
+  actions = tf.constant(rng.uniform(-1, 1, (time_steps, batch, 2)), tf.float32)
+  for agent in (lstm, mlp):
+    state = agent.initial_state(batch)
+    heads = lambda p, e, s, a: (agent.get_V(p, e, s), agent.get_Q(p, e, s, a),
+                                agent.get_action_params(p, e, s))
+    unrolled = heads(prev_actions, env_outputs, state, actions)
+    assert [x.shape for x in unrolled] == [(time_steps, batch), (time_steps, batch, 2),
+                                           (time_steps, batch, 4)]
+    first = tf.nest.map_structure(lambda x: x[:1], (prev_actions, env_outputs))
+    for got, one_step in zip(unrolled, heads(*first, state, actions[:1])):
+      assert one_step.shape[:2] == (1, batch)
+      np.testing.assert_allclose(got[:1], one_step, atol=1e-5)
+    steps = []
+    for t in range(time_steps):
+      step = tf.nest.map_structure(lambda x, t=t: x[t], (prev_actions, env_outputs))
+      steps.append(heads(*step, state, actions[t]))
+      _, state = agent(*step, state)
+    for got, expected in zip(unrolled, zip(*steps)):
+      np.testing.assert_allclose(got, tf.stack(expected), atol=1e-4)
+
+
+def test_inputs_whose_done_is_neither_a_step_nor_an_unroll_ask_for_unroll():
+  agent = networks.ActorCriticLSTM(_DIST, n_critics=1, lstm_sizes=[4], pre_mlp_sizes=[],
+                                   post_mlp_sizes=[4], ff_mlp_sizes=[])
+  env_outputs = _env_outputs((2, 3), tf.zeros([2, 3, 3]))
+  env_outputs = env_outputs._replace(done=tf.zeros([2, 3, 1], tf.bool))
+  with pytest.raises(ValueError, match=r'\[T, B\].*unroll=True'):
+    agent.get_V(tf.zeros([2, 3, 2]), env_outputs, agent.initial_state(3))
