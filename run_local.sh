@@ -74,7 +74,7 @@ done
 
 MAIN="seed_rl/environments/$ENVIRONMENT/${AGENT}_main.py"
 if [ ! -f "$MAIN" ]; then
-  die "$ENVIRONMENT $AGENT is not available yet ($MAIN does not exist); see the status table in README.md"
+  die "$ENVIRONMENT $AGENT is not available yet ($MAIN does not exist); see the table of entry points in README.md"
 fi
 
 NUM_ENVS=$((NUM_ACTORS * ENV_BATCH_SIZE))
@@ -194,7 +194,7 @@ export PYTHONUNBUFFERED=1
 
 # Where the actors alone fill the cores, the learner's TensorFlow runs each op on one thread and
 # two ops at a time (an inference batch beside a training step): 1.1x the frames/s of its
-# default (one thread per core for both) on 2 cores with 2 actors (README, "Performance"). The
+# default (one thread per core for both) on 2 cores with 2 actors (docs/performance.md). The
 # TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS of the caller win.
 learner_env=()
 if [ -z "${TF_NUM_INTRAOP_THREADS:-}${TF_NUM_INTEROP_THREADS:-}" ] &&
