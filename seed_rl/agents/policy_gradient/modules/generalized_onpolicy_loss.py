@@ -13,11 +13,15 @@ unroll of T actions they have T+1 steps: `agent_outputs[t]` acted on `env_output
 `env_outputs[t+1]` holds the reward of that action and whether the episode ended after it, and
 the last step only bootstraps. `agent_state` is the agent's state before the first step.
 
+The policy loss and the regularizer follow the calling conventions of the base classes
+`PolicyLoss` and `RegularizationLoss` (any callable of those arguments serves).
+
 The loss either computes targets and advantages itself (one call on `[T+1, B]` unrolls) or takes
 them precomputed by `compute_advantages`, so that a learner can compute them once per unroll
 and then train on shuffled parts of it, e.g. `[1, N]` single transitions of a feed-forward agent.
 """
 
+import abc
 import contextlib
 import inspect
 from collections.abc import Callable, Iterator
@@ -30,6 +34,61 @@ from seed_rl.agents.policy_gradient.modules import logging_module
 from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.common import parametric_distribution as pd
 from seed_rl.common import structures
+
+
+class PolicyLoss(tf.Module, metaclass=abc.ABCMeta):
+  """A policy loss, as `GeneralizedOnPolicyLoss` calls it (e.g. `policy_losses.ppo(0.2)`)."""
+
+  @abc.abstractmethod
+  def __call__(self, advantages: tf.Tensor, target_action_log_probs: tf.Tensor,
+               behaviour_action_log_probs: tf.Tensor, **kwargs: Any) -> tf.Tensor:
+    """The policy loss of `[T, B]` steps: a scalar (or per-step `[T, B]`, then averaged).
+
+    Args:
+      advantages: `[T, B]` (normalized) advantages, without gradient.
+      target_action_log_probs: `[T, B]` log pi(a_t|x_t) of the learned policy, with gradient.
+      behaviour_action_log_probs: `[T, B]` log mu(a_t|x_t) of the acting policy.
+      **kwargs: given by `GeneralizedOnPolicyLoss` as keywords, for losses that need more
+        than the log-probabilities: `actions` `[T, B, ...]`, `target_logits` and
+        `behaviour_logits` `[T, B, param_size]` and the `parametric_action_distribution`.
+    """
+
+
+class RegularizationLoss(tf.Module, metaclass=abc.ABCMeta):
+  """A regularizer of the policy (e.g. `policy_regularizers.KLPolicyRegularizer`)."""
+
+  @abc.abstractmethod
+  def __call__(self, parametric_action_distribution: pd.ParametricDistribution,
+               target_action_logits: tf.Tensor, behaviour_action_logits: tf.Tensor,
+               actions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """`(per_step_loss [T, B], global_loss)`: the first is averaged into the loss (or
+    subtracted from the rewards), the scalar second is added as is.
+
+    Args:
+      parametric_action_distribution: the policy's distribution; calling it with logits gives
+        the TFP distribution.
+      target_action_logits: `[T, B, param_size]` parameters of the learned policy pi.
+      behaviour_action_logits: `[T, B, param_size]` parameters of the acting policy mu.
+      actions: `[T, B, ...]` the actions the acting policy took.
+    """
+
+
+def as_parametric_distribution(distribution: Any) -> pd.ParametricDistribution:
+  """`distribution` as a `ParametricDistribution`: one as it is, or a plain callable from
+  policy parameters to a TFP distribution (e.g. `normal_tanh_distribution(n).create_dist`).
+
+  Raises:
+    TypeError: `distribution` is neither.
+  """
+  if isinstance(distribution, pd.ParametricDistribution):
+    return distribution
+  if not callable(distribution):
+    raise TypeError(
+        f'parametric_action_distribution must be a ParametricDistribution or a callable from '
+        f'policy parameters to a TFP distribution, got {distribution!r}; pass e.g. '
+        'parametric_distribution.normal_tanh_distribution(num_actions).')
+  # The loss only creates distributions: their parameter size, which networks need, is unknown.
+  return pd.ParametricDistribution(param_size=None, create_dist=distribution)
 
 
 def _has_required_arguments(function: Callable[..., Any]) -> bool:
@@ -85,11 +144,11 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
   """
 
   def __init__(self, agent: tf.keras.Model, reward_normalizer: Any,
-               parametric_action_distribution: pd.ParametricDistribution,
+               parametric_action_distribution: pd.ParametricDistribution | Callable[..., Any],
                advantage_estimator: Callable[..., tuple[tf.Tensor, tf.Tensor]],
-               policy_loss: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
+               policy_loss: PolicyLoss | Callable[..., tf.Tensor],
                discount_factor: float,
-               regularizer: Callable[..., tuple[tf.Tensor, tf.Tensor]] | None = None,
+               regularizer: RegularizationLoss | Callable[..., Any] | None = None,
                max_abs_reward: float | None = None,
                handle_abandoned_episodes_properly: bool = True,
                huber_delta: float | None = None,
@@ -106,15 +165,15 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
       reward_normalizer: a `popart.PopArt`, or anything with its methods `correct_prediction`,
         `unnormalize_prediction`, `normalize_target`, `normalize_advantage` and
         `update_normalization_statistics`; None learns unnormalized values.
-      parametric_action_distribution: the distribution of `policy_logits`.
+      parametric_action_distribution: the distribution of `policy_logits`, or a plain callable
+        from them to a TFP distribution (see `as_parametric_distribution`).
       advantage_estimator: `advantages.GAE`, `VTrace`, `NStep` or anything with their call
         signature, returning `(targets, advantages)`.
-      policy_loss: e.g. `policy_losses.ppo(0.2)`; called as `policy_loss(advantages,
-        target_action_log_probs, behaviour_action_log_probs)`, returning the per-step loss.
+      policy_loss: e.g. `policy_losses.ppo(0.2)`; called as a `PolicyLoss`, returning the mean
+        loss (or the per-step loss, which is averaged).
       discount_factor: gamma per agent step before frame skipping (see `frame_skip`).
-      regularizer: e.g. `policy_regularizers.KLPolicyRegularizer`; called as
-        `regularizer(dist, target_logits, behaviour_logits, actions)`, returning
-        `(per_step_loss, global_loss)`. None: no regularization.
+      regularizer: e.g. `policy_regularizers.KLPolicyRegularizer`; called as a
+        `RegularizationLoss`, returning `(per_step_loss, global_loss)`. None: no regularization.
       max_abs_reward: rewards are clipped to `[-max_abs_reward, max_abs_reward]` (None: not).
       handle_abandoned_episodes_properly: bootstrap where an episode was cut short (by a time
         limit) rather than terminated; False treats both as terminations.
@@ -131,7 +190,8 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
     super().__init__(name='GeneralizedOnPolicyLoss')
     self.agent = agent
     self.reward_normalizer = reward_normalizer
-    self.parametric_action_distribution = parametric_action_distribution
+    self.parametric_action_distribution = as_parametric_distribution(
+        parametric_action_distribution)
     self.advantage_estimator = advantage_estimator
     self.policy_loss = policy_loss
     self.discount_factor = discount_factor
@@ -247,8 +307,11 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
 
     target_log_probs, behaviour_log_probs = self._action_log_probs(learner_outputs,
                                                                    agent_outputs)
-    policy_loss = tf.reduce_mean(
-        self.policy_loss(normalized_advantages, target_log_probs, behaviour_log_probs))
+    policy_loss = tf.reduce_mean(self.policy_loss(
+        normalized_advantages, target_log_probs, behaviour_log_probs,
+        actions=agent_outputs.action, target_logits=learner_outputs.policy_logits,
+        behaviour_logits=agent_outputs.policy_logits,
+        parametric_action_distribution=self.parametric_action_distribution))
 
     predictions = self._normalizer.correct_prediction(learner_outputs.baseline)
     v_error = normalized_targets - predictions

@@ -3,18 +3,21 @@
 All are one `GeneralizedAdvantagePolicyLoss`, a weighted log-likelihood
 `loss_t = -log pi(a_t|x_t) * sg(w_t)` whose gradient is the policy gradient with weights `w_t`
 derived from the advantages; the factories (`pg`, `vtrace`, `ppo`, `awr`, `vmpo`, `bc_logp`,
-`repeat_positive_advantages`) pick the derivation. A policy loss is called as
-`loss(advantages, target_action_log_probs, behaviour_action_log_probs)` on `[T, B]` tensors and
-returns the per-step loss `[T, B]`, to be averaged by the caller.
+`repeat_positive_advantages`) pick the derivation. A policy loss is a
+`generalized_onpolicy_loss.PolicyLoss`: called as `loss(advantages, target_action_log_probs,
+behaviour_action_log_probs, actions, target_logits, behaviour_logits,
+parametric_action_distribution)` on `[T, B]` tensors, it returns the mean loss over the steps.
 """
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import gin
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import constraints
+from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
 from seed_rl.agents.policy_gradient.modules import logging_module
 
 Transformation = Callable[[tf.Tensor], tf.Tensor]
@@ -93,8 +96,10 @@ def _normalized_kl_to_uniform(weights: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
 
 
 @gin.configurable
-class GeneralizedAdvantagePolicyLoss(tf.Module, logging_module.LoggingModule):
-  """`loss_t = -log pi(a_t|x_t) * sg(w_t)`, the weights `w_t` derived from the advantages.
+class GeneralizedAdvantagePolicyLoss(generalized_onpolicy_loss.PolicyLoss,
+                                     logging_module.LoggingModule):
+  """The mean over the steps of `loss_t = -log pi(a_t|x_t) * sg(w_t)`, the weights `w_t`
+  derived from the advantages.
 
   In order: the advantages are preprocessed (normalized, masked), clipped at `max_advantage`,
   divided by the temperature and transformed (AWR: `exp`; V-MPO: a softmax over all kept
@@ -109,8 +114,7 @@ class GeneralizedAdvantagePolicyLoss(tf.Module, logging_module.LoggingModule):
 
   With a transformation, the KL between the weights (normalized to a distribution) and the
   uniform distribution over the kept steps is the constrained quantity of the temperature: its
-  `adjustment_loss` (0 for a fixed temperature) is added to every step's loss, so that it counts
-  once in the mean. V-MPO's temperature is a `LagrangeInequalityCoefficient` with threshold e_n.
+  `adjustment_loss` (0 for a fixed temperature) is added to the mean. V-MPO's temperature is a `LagrangeInequalityCoefficient` with threshold e_n.
   """
 
   def __init__(self, advantage_preprocessor: AdvantagePreprocessor | None = None,
@@ -189,8 +193,18 @@ class GeneralizedAdvantagePolicyLoss(tf.Module, logging_module.LoggingModule):
     return tf.exp(log_rhos)
 
   def __call__(self, advantages: tf.Tensor, target_action_log_probs: tf.Tensor,
-               behaviour_action_log_probs: tf.Tensor) -> tf.Tensor:
-    """The per-step loss `[T, B]`; only `target_action_log_probs` gets a gradient."""
+               behaviour_action_log_probs: tf.Tensor, actions: tf.Tensor | None = None,
+               target_logits: tf.Tensor | None = None,
+               behaviour_logits: tf.Tensor | None = None,
+               parametric_action_distribution: Any = None) -> tf.Tensor:
+    """The scalar mean loss over the `[T, B]` steps.
+
+    Only `target_action_log_probs` gets a gradient (and the temperature, through its
+    adjustment loss). `actions`, the logits and the distribution are part of the policy
+    losses' calling convention (`generalized_onpolicy_loss.PolicyLoss`); these losses need
+    only the log-probabilities.
+    """
+    del actions, target_logits, behaviour_logits, parametric_action_distribution
     advantages = tf.stop_gradient(tf.convert_to_tensor(advantages, tf.float32))
     target_action_log_probs = tf.convert_to_tensor(target_action_log_probs, tf.float32)
     log_rhos = tf.stop_gradient(
@@ -209,8 +223,8 @@ class GeneralizedAdvantagePolicyLoss(tf.Module, logging_module.LoggingModule):
       self._log_mean('importance_weights', importance_weights)
       weights *= importance_weights
     self._log_mean('weights', weights)
-    loss = -target_action_log_probs * tf.stop_gradient(weights) + adjustment_loss
-    self._log_mean('loss', loss)
+    loss = tf.reduce_mean(-target_action_log_probs * tf.stop_gradient(weights)) + adjustment_loss
+    self.log('GeneralizedAdvantagePolicyLoss/loss', loss)
     return loss
 
 
@@ -261,7 +275,7 @@ def repeat_positive_advantages() -> GeneralizedAdvantagePolicyLoss:
 
 
 def _softmax_times_size(t: tf.Tensor) -> tf.Tensor:
-  """`softmax_all_dims(t) * size(t)`: the mean over the steps is then the weighted sum."""
+  """`softmax_all_dims(t) * size(t)`: the loss's mean over the steps is then the weighted sum."""
   return softmax_all_dims(t) * tf.cast(tf.size(t), tf.float32)
 
 
@@ -270,7 +284,7 @@ def vmpo(e_n: float) -> GeneralizedAdvantagePolicyLoss:
   """V-MPO's policy loss (Song et al. 2019) with its temperature kept to KL <= e_n.
 
   The weights are `psi = softmax(A / eta)` over the top half of the advantages, scaled by the
-  number of steps so that the caller's mean is V-MPO's `-sum psi log pi`. The temperature's
+  number of steps so that the loss's mean over the steps is V-MPO's `-sum psi log pi`. The temperature's
   variable is created by `init()` (inside the distribution strategy's scope).
   """
   return GeneralizedAdvantagePolicyLoss(

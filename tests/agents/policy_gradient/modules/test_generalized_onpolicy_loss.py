@@ -1,7 +1,5 @@
 """GeneralizedOnPolicyLoss with a tiny Keras agent: targets, episode ends, clipping, gradients."""
 
-import collections
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,52 +12,12 @@ from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.agents.policy_gradient.modules import policy_regularizers
 from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.agents.policy_gradient.modules import running_statistics
-from seed_rl.common import parametric_distribution
-from seed_rl.common.structures import EnvOutput
+from tests.agents.policy_gradient.modules.onpolicy_helpers import B, DIST, T
+from tests.agents.policy_gradient.modules.onpolicy_helpers import TinyAgent as _TinyAgent
+from tests.agents.policy_gradient.modules.onpolicy_helpers import log_prob, log_softmax
+from tests.agents.policy_gradient.modules.onpolicy_helpers import unroll as _unroll
 
 pytestmark = pytest.mark.timeout(120)
-
-T, B, OBS, A = 4, 3, 5, 3
-AgentOutput = collections.namedtuple('AgentOutput', 'action policy_logits baseline')
-DIST = parametric_distribution.categorical_distribution(A, tf.int32)
-
-
-class _TinyAgent(tf.keras.Model):
-  """Feed-forward actor-critic: a hidden layer, a policy head and a value head."""
-
-  def __init__(self, seed=0):
-    super().__init__(name='tiny_agent')
-    init = lambda k: tf.keras.initializers.GlorotUniform(seed=seed + k)
-    self._hidden = tf.keras.layers.Dense(8, activation='tanh', kernel_initializer=init(0))
-    self._policy = tf.keras.layers.Dense(A, kernel_initializer=init(1))
-    self._value = tf.keras.layers.Dense(1, kernel_initializer=init(2),
-                                        bias_initializer='ones')
-
-  def call(self, inputs, core_state, unroll=False, is_training=False):
-    del unroll, is_training  # Feed-forward: every step alike.
-    _, env_outputs = inputs
-    hidden = self._hidden(env_outputs.observation)
-    logits = self._policy(hidden)
-    baseline = tf.squeeze(self._value(hidden), -1)
-    return AgentOutput(tf.argmax(logits, -1, output_type=tf.int32), logits, baseline), core_state
-
-
-def _unroll(rewards=None, done=None, abandoned=None, seed=0):
-  """`(agent_state, prev_actions, env_outputs, agent_outputs)` of T+1 steps and B envs."""
-  rng = np.random.RandomState(seed)
-  steps = (T + 1, B)
-  rewards = np.zeros(steps, np.float32) if rewards is None else rewards
-  done = np.zeros(steps, bool) if done is None else done
-  abandoned = np.zeros(steps, bool) if abandoned is None else abandoned
-  env_outputs = EnvOutput(tf.constant(rewards, tf.float32), tf.constant(done),
-                          tf.constant(rng.randn(T + 1, B, OBS), tf.float32),
-                          tf.constant(abandoned), tf.zeros(steps, tf.int32))
-  actions = rng.randint(A, size=steps).astype(np.int32)
-  prev_actions = tf.constant(np.concatenate([np.zeros([1, B], np.int32), actions[:-1]]))
-  agent_outputs = AgentOutput(tf.constant(actions),
-                              tf.constant(rng.randn(T + 1, B, A), tf.float32),
-                              tf.constant(rng.randn(T + 1, B), tf.float32))
-  return (), prev_actions, env_outputs, agent_outputs
 
 
 def _values(agent, unroll):
@@ -259,3 +217,63 @@ def test_regularization_in_returns():
   with logging_module.LoggingTape(loss) as logs:
     loss(*unroll)
   assert 'KLPolicyRegularizer/entropy' in logs
+
+
+class _WeightedLogProbLoss(gol.PolicyLoss):
+  """`mean(-A log pi)`, remembering the keywords it was given."""
+
+  def __call__(self, advantages_, target_action_log_probs, behaviour_action_log_probs,
+               **kwargs):
+    self.keywords = kwargs
+    return tf.reduce_mean(-advantages_ * target_action_log_probs)
+
+
+class _NegativeEntropy(gol.RegularizationLoss):
+  """`-H(pi)` per step, through the TFP distribution the given distribution creates."""
+
+  def __call__(self, parametric_action_distribution, target_action_logits,
+               behaviour_action_logits, actions):
+    return -parametric_action_distribution(target_action_logits).entropy(), 0.
+
+
+def test_base_classes_and_a_plain_callable_distribution():
+  """A plain `params -> TFP distribution` callable serves as the distribution (as
+  `categorical_distribution(...).create_dist`), for the log-probs, the policy loss's keywords
+  and the regularizer."""
+  agent = _TinyAgent()
+  unroll = _unroll(rewards=np.random.RandomState(5).randn(T + 1, B), seed=5)
+  policy_loss = _WeightedLogProbLoss()
+  loss = gol.GeneralizedOnPolicyLoss(agent, None, DIST.create_dist, advantages.GAE(0.9),
+                                     policy_loss, 0.9, _NegativeEntropy())
+  with logging_module.LoggingTape(loss) as logs:
+    total = loss(*unroll)
+  _, prev_actions, env_outputs, agent_outputs = unroll
+  logits = agent((prev_actions, env_outputs), (), unroll=True)[0].policy_logits.numpy()[:-1]
+  _, advantages_ = loss.compute_advantages(*unroll)
+  log_pi = log_prob(logits, agent_outputs.action.numpy()[:-1])
+  np.testing.assert_allclose(logs['GeneralizedOnPolicyLoss/policy_loss'],
+                             np.mean(-advantages_.numpy() * log_pi), rtol=1e-5)
+  pi = np.exp(log_softmax(logits))
+  np.testing.assert_allclose(logs['GeneralizedOnPolicyLoss/regularization_loss'],
+                             np.mean(np.sum(pi * np.log(pi), -1)), rtol=1e-5)
+  np.testing.assert_allclose(
+      total, logs['GeneralizedOnPolicyLoss/policy_loss'] + logs['GeneralizedOnPolicyLoss/v_loss']
+      + logs['GeneralizedOnPolicyLoss/regularization_loss'], rtol=1e-5)
+  assert sorted(policy_loss.keywords) == ['actions', 'behaviour_logits',
+                                          'parametric_action_distribution', 'target_logits']
+  np.testing.assert_array_equal(policy_loss.keywords['actions'], agent_outputs.action[:-1])
+  np.testing.assert_allclose(policy_loss.keywords['target_logits'], logits, rtol=1e-6)
+  np.testing.assert_array_equal(policy_loss.keywords['behaviour_logits'],
+                                agent_outputs.policy_logits[:-1])
+  assert loss.parametric_action_distribution.create_dist is DIST.create_dist
+
+
+def test_base_classes_are_abstract_and_a_bad_distribution_is_refused():
+  with pytest.raises(TypeError, match='abstract'):
+    gol.PolicyLoss()  # pylint: disable=abstract-class-instantiated
+  with pytest.raises(TypeError, match='abstract'):
+    gol.RegularizationLoss()  # pylint: disable=abstract-class-instantiated
+  with pytest.raises(TypeError, match='parametric_action_distribution must be a '
+                     'ParametricDistribution or a callable'):
+    gol.GeneralizedOnPolicyLoss(_TinyAgent(), None, 'categorical', advantages.GAE(0.9),
+                                policy_losses.pg(), 0.9)

@@ -11,6 +11,7 @@ from seed_rl.agents.policy_gradient.modules import logging_module
 from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.agents.policy_gradient.modules import policy_regularizers
 from seed_rl.common import parametric_distribution
+from tests.agents.policy_gradient.modules.onpolicy_helpers import log_prob, log_softmax
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,15 +29,6 @@ def _batch(seed, advantage_range=(-3., 3.)):
   return logits, behaviour_logits, actions, advantages
 
 
-def _log_softmax(logits):
-  shifted = logits - logits.max(-1, keepdims=True)
-  return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-
-
-def _log_prob(logits, actions):
-  return np.take_along_axis(_log_softmax(logits), actions[..., None], -1)[..., 0]
-
-
 def _loss_gradient(loss_fn, logits, behaviour_logits, actions, advantages):
   """Gradient of the mean per-step loss with respect to the learner's logits."""
   dist = parametric_distribution.categorical_distribution(A, tf.int32)
@@ -49,12 +41,12 @@ def _loss_gradient(loss_fn, logits, behaviour_logits, actions, advantages):
 
 def _weighted_log_prob_gradient(weights, logits, actions):
   """d/dlogits of mean(-w log pi(a)) for a categorical: -w (onehot(a) - softmax) / N."""
-  grad_log_prob = np.eye(A)[actions] - np.exp(_log_softmax(logits))
+  grad_log_prob = np.eye(A)[actions] - np.exp(log_softmax(logits))
   return -weights[..., None] * grad_log_prob / N
 
 
 def _rhos(logits, behaviour_logits, actions):
-  return np.exp(_log_prob(logits, actions) - _log_prob(behaviour_logits, actions))
+  return np.exp(log_prob(logits, actions) - log_prob(behaviour_logits, actions))
 
 
 def test_normalize():
@@ -153,6 +145,39 @@ def test_behaviour_cloning_gradients():
                              atol=1e-6)
 
 
+_ORIGINAL_LOSSES = {
+    'pg': (policy_losses.pg, lambda adv, rhos: adv),
+    'vtrace': (policy_losses.vtrace, lambda adv, rhos: np.minimum(rhos, 1.) * adv),
+    # PPO's clipped surrogate weighs the unclipped steps by rho and drops the others.
+    'ppo': (lambda: policy_losses.ppo(epsilon=0.2),
+            lambda adv, rhos: np.where(rhos * adv <= np.clip(rhos, 1 / 1.2, 1.2) * adv,
+                                       rhos * adv, 0.)),
+    'awr': (lambda: policy_losses.awr(beta=5., w_max=1e9), lambda adv, rhos: np.exp(adv / 5.)),
+}
+
+
+@pytest.mark.parametrize('name', sorted(_ORIGINAL_LOSSES))
+def test_losses_take_all_the_arguments_and_return_the_mean_loss(name):
+  """Called with every argument of the policy losses' convention, positionally, a loss is the
+  mean of -log pi * w over the steps, with the gradient of that mean."""
+  create_loss, reference_weights = _ORIGINAL_LOSSES[name]
+  logits, behaviour_logits, actions, adv = _batch(10)
+  behaviour_logits = logits + 2. * (behaviour_logits - logits)  # Rhos far enough to clip.
+  target_logp = log_prob(logits, actions)
+  behaviour_logp = log_prob(behaviour_logits, actions)
+  weights = reference_weights(adv, np.exp(target_logp - behaviour_logp))
+  dist = parametric_distribution.categorical_distribution(A, tf.int32)
+  target_logp = tf.constant(target_logp)
+  with tf.GradientTape() as tape:
+    tape.watch(target_logp)
+    loss = create_loss()(adv, target_logp, behaviour_logp, actions, logits, behaviour_logits,
+                         dist)
+  assert loss.shape == []
+  np.testing.assert_allclose(loss, np.mean(-target_logp.numpy() * weights), rtol=1e-5)
+  np.testing.assert_allclose(tape.gradient(loss, target_logp), -weights / N, rtol=1e-5,
+                             atol=1e-7)
+
+
 def test_vmpo_gradients_and_temperature():
   logits, behaviour_logits, actions, adv = _batch(8)
   loss_fn = policy_losses.vmpo(e_n=0.1)
@@ -169,14 +194,14 @@ def test_vmpo_gradients_and_temperature():
   # The temperature minimizes eta (e_n - KL(psi || uniform over the top half)).
   kl = np.sum(psi[kept] * np.log(psi[kept] * kept.sum()))
   with tf.GradientTape() as tape:
-    total = tf.reduce_mean(loss_fn(adv, _log_prob(logits, actions), _log_prob(logits, actions)))
+    total = tf.reduce_mean(loss_fn(adv, log_prob(logits, actions), log_prob(logits, actions)))
   np.testing.assert_allclose(tape.gradient(total, param), 2. * (0.1 - kl), rtol=1e-4)
 
 
 def test_losses_log_and_run_in_graphs():
   logits, behaviour_logits, actions, adv = _batch(9)
   loss_fn = policy_losses.ppo(0.2, normalize_advantages=True)
-  target_logp, behaviour_logp = _log_prob(logits, actions), _log_prob(behaviour_logits, actions)
+  target_logp, behaviour_logp = log_prob(logits, actions), log_prob(behaviour_logits, actions)
 
   @tf.function
   def run():
@@ -185,15 +210,14 @@ def test_losses_log_and_run_in_graphs():
     return loss, dict(logs)
 
   loss, logs = run()
-  assert loss.shape == [T, B]
+  assert loss.shape == []
   for key in ('advantages', 'log_rho', 'ppo_clipped_fraction', 'importance_weights', 'weights',
               'loss'):
     assert logs[f'GeneralizedAdvantagePolicyLoss/{key}'].shape == []
   assert float(logs['AdvantagePreprocessor/kept_fraction']) == 1.
   np.testing.assert_allclose(logs['GeneralizedAdvantagePolicyLoss/advantages'], adv.mean(),
                              rtol=1e-5)
-  np.testing.assert_allclose(logs['GeneralizedAdvantagePolicyLoss/loss'], np.mean(loss),
-                             rtol=1e-5)
+  np.testing.assert_allclose(logs['GeneralizedAdvantagePolicyLoss/loss'], loss, rtol=1e-5)
 
 
 def test_bad_arguments_are_refused():
