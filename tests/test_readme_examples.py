@@ -4,7 +4,8 @@ The test takes the README's `my_project/vtrace_main.py` and its learner and acto
 from the README itself, writes the file into a temporary directory and runs the commands as real
 processes from that directory. The only changes to the commands: the logdir goes to the test's
 temporary directory, every process gets a free `--server_address` (runs on the same machine must
-not collide), and the frame budget is smaller so that training ends in about a minute. A second
+not collide), and the frame budget is smaller so that training ends in about a minute; the
+trained run is then evaluated with `python -m seed_rl.evaluate` as README says. A second
 test leaves out `--num_envs=2` and the second actor, which starves inference, and checks that the
 learner says so as the README promises.
 """
@@ -16,6 +17,7 @@ import re
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 from typing import Dict, Iterator, List
 
@@ -130,6 +132,14 @@ def test_readme_example_trains_checkpoints_and_exports(tmp_path):
   assert (example.logdir / 'checkpoint').is_file()
   assert list(example.logdir.glob('ckpt-*.index'))
   assert (example.logdir / 'saved_model' / 'saved_model.pb').is_file()
+  # README's evaluate command finds the example's own environment again from the run's
+  # record, run from another directory than the project's and without --entry_point flags.
+  evaluation = subprocess.run(
+      [sys.executable, '-m', 'seed_rl.evaluate', f'--logdir={example.logdir}', '--episodes=2',
+       '--greedy'], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+  assert evaluation.returncode == 0, evaluation.stderr[-3000:]
+  assert re.search(r'^2 episodes of MyEnv-v0 \(greedy actions\): return ', evaluation.stdout,
+                   re.MULTILINE), evaluation.stdout
 
 
 @pytest.mark.timeout(180)
