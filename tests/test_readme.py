@@ -7,6 +7,7 @@
   does every `python -m seed_rl.environments...` entry point command: a renamed flag, an
   unknown environment id or batch sizes that can never fill would fail here.
 - Every `gcp/...sh --dry-run` command of README (in a block or inline) runs to its end.
+- The `seed_rl.grpc` example of "Library use" runs and prints what its comment says.
 (The "Bring your own environment" example is run as written by tests/test_readme_examples.py.)
 """
 
@@ -136,3 +137,18 @@ def test_every_gcp_dry_run_of_readme_runs(tmp_path):
     result = subprocess.run(shlex.split(command), cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=120, check=False)
     assert result.returncode == 0, f'{command}: {result.stderr[-1500:]}'
+
+
+@pytest.mark.timeout(120)
+def test_the_library_example_of_readme_runs_as_written(tmp_path):
+  """The `seed_rl.grpc` example of "Library use": a served function answers a call."""
+  section = README.read_text().split('\n## Library use\n', 1)[1].split('\n## ', 1)[0]
+  (source,) = re.findall(r'^```python\n(.*?)^```$', section, re.MULTILINE | re.DOTALL)
+  socket_path = '/tmp/square.sock'
+  assert source.count(socket_path) == 2, source
+  script = tmp_path / 'example.py'
+  script.write_text(source.replace(socket_path, str(tmp_path / 'square.sock')))
+  result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=100, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.strip().splitlines()[-1] == '[0. 1. 4. 9.]', result.stdout
