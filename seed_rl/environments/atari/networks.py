@@ -1,10 +1,11 @@
 """The R2D2 Q-network for Atari: frame stacking, convolutional torso, LSTM, dueling head.
 
-Actors send single `[84, 84, 1]` uint8 frames; the network stacks the last `stack_size` frames
-itself, keeping the previous ones in its recurrent state. This cuts the actor -> learner traffic by
-`stack_size` and lets the replay buffer store each frame once. To keep that state small, the up to
-3 previous frames are bit-packed 8 bits each into one int32 per pixel, the oldest frame in the
-least significant bits.
+Actors send single `[84, 84, 1]` uint8 frames (any single-channel shape works); the network
+stacks the last `stack_size` frames itself, keeping the previous ones in its recurrent state. This
+cuts the actor -> learner traffic by `stack_size` and lets the replay buffer store each frame once.
+To keep that state small, the up to 3 previous frames are bit-packed 8 bits each into one int32
+per pixel, the oldest frame in the least significant bits. `stack_frames` stacks a whole
+time-major sequence at once.
 
 The agent is called as `agent((prev_actions, env_outputs), agent_state, unroll=False)` and returns
 `(AgentOutput(action, q_values), new_agent_state)`. Without `unroll` the inputs are `[B, ...]`
@@ -15,6 +16,7 @@ stack and the LSTM state restart where `env_outputs.done` says a new episode sta
 
 import collections
 from collections.abc import Sequence
+import math
 from typing import Any
 
 import tensorflow as tf
@@ -40,82 +42,112 @@ def _check_stack_size(stack_size: int) -> None:
 
 def check_frame_stacking(stack_size: int, observation_shape: Sequence[int]) -> tuple[int, ...]:
   """Raises ValueError unless `stack_size` frames of `observation_shape` can be stacked; returns
-  the shape as a tuple of ints."""
+  the shape as a tuple of ints.
+
+  Stacking concatenates frames along their last dimension, so with `stack_size > 1` that
+  dimension must be 1 (`[H, W, 1]` for Atari, but any single-channel shape works).
+  """
   _check_stack_size(stack_size)
   observation_shape = tuple(int(d) for d in tf.TensorShape(observation_shape))
-  if stack_size > 1 and (len(observation_shape) != 3 or observation_shape[-1] != 1):
+  if stack_size > 1 and (not observation_shape or observation_shape[-1] != 1):
     raise ValueError(
-        f'Frame stacking (stack_size={stack_size}) needs single-channel [H, W, 1] '
-        f'observations, got {observation_shape}.')
+        f'Frame stacking (stack_size={stack_size}) needs single-channel observations (last '
+        f'dimension 1, e.g. [84, 84, 1]), got {observation_shape}; use stack_size=1 for '
+        'others.')
   return observation_shape
 
 
 def initial_frame_stacking_state(batch_size, observation_shape: Sequence[int],
                                  stack_size: int) -> Any:
-  """The empty frame stack of `batch_size` rows for `stack_frames`; `()` when `stack_size == 1`."""
+  """The empty frame stack of `batch_size` rows for `stack_frames`:
+  `<int32>[batch_size, prod(observation_shape)]` zeros, `()` when `stack_size == 1`."""
   if stack_size == 1:
     return ()
-  height, width = observation_shape[:2]
-  return tf.zeros([batch_size, height * width], tf.int32)
+  return tf.zeros([batch_size, math.prod(observation_shape)], tf.int32)
+
+
+def _unroll_cell(inputs, done, start_state, zero_state,
+                 recurrent_cell: networks.StepFn) -> tuple[Any, Any]:
+  """Applies `recurrent_cell` at each step of time-major `inputs`, restarting where `done`.
+
+  Args:
+    inputs: `[T, B, ...]` tensor (or nested lists of numbers); T must be known statically.
+    done: `<bool>[T, B]`; before step t the state of the rows with `done[t]` becomes
+      `zero_state`.
+    start_state: nest of `[B, ...]` tensors, the cell's state before the first step.
+    zero_state: the state of a new episode, structured like `start_state`.
+    recurrent_cell: `(input_t [B, ...], state) -> (output_t, new_state)`.
+
+  Returns:
+    `(outputs, state)`: the step outputs stacked to `[T, B, ...]` and the state after the
+    last step.
+  """
+  return networks.unroll_recurrent(recurrent_cell, tf.convert_to_tensor(inputs),
+                                   tf.convert_to_tensor(done), start_state, zero_state)
+
+
+def _stack_one_step(frames, frame_stacking_state, stack_size: int) -> tuple[Any, Any]:
+  """`stack_frames` for one step: `[B, ..., 1]` frames, no episode starts."""
+  # Previous frame k (0 = oldest) sits in bits [8k, 8k + 8); list them newest first.
+  previous = []
+  for k in reversed(range(stack_size - 1)):
+    frame = tf.bitwise.bitwise_and(
+        tf.bitwise.right_shift(frame_stacking_state, _BITS_PER_FRAME * k), _FRAME_MASK)
+    previous.append(tf.reshape(tf.cast(frame, frames.dtype), tf.shape(frames)))
+  stacked = tf.concat([frames] + previous, axis=-1)
+  current = tf.reshape(tf.cast(frames, tf.int32), tf.shape(frame_stacking_state))
+  # Drop the oldest frame (shift right) and put the current one in the newest slot.
+  new_state = tf.bitwise.bitwise_or(
+      tf.bitwise.right_shift(frame_stacking_state, _BITS_PER_FRAME),
+      tf.bitwise.left_shift(current, _BITS_PER_FRAME * (stack_size - 2)))
+  return stacked, new_state
 
 
 def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[Any, Any]:
-  """Stacks the current frames with the previous ones kept in `frame_stacking_state` (one step).
+  """Stacks every frame of a time-major sequence with the `stack_size - 1` frames before it.
 
   Args:
-    frames: `[B, H, W, 1]` frames with integer values in [0, 255] (normally uint8). With
-      `stack_size == 1` any number of channels is allowed and the frames are returned as is.
-    frame_stacking_state: `<int32>[B, H*W]` holding the `stack_size - 1` previous frames,
-      8 bits each, the oldest in the least significant bits; `()` when `stack_size == 1`.
-    done: `<bool>[B]`, true where `frames` is the first frame of a new episode: the previous
-      frames of those rows belong to another episode and are replaced by zeros.
+    frames: `[T, B, ..., 1]` frames (normally `[T, B, H, W, 1]`) with integer values in
+      [0, 255], of any numeric dtype (uint8 from the actors). With `stack_size == 1` any number
+      of channels is allowed and the frames are returned as is.
+    frame_stacking_state: `<int32>[B, prod(...)]` (see `initial_frame_stacking_state`) holding
+      the `stack_size - 1` frames before the first step, 8 bits each, the oldest in the least
+      significant bits; `()` when `stack_size == 1`.
+    done: `<bool>[T, B]`, true where the frame is the first of a new episode: the frames
+      before it belong to another episode and are replaced by zeros.
     stack_size: number of frames to stack, 1 to 4.
 
   Returns:
-    `(stacked, new_frame_stacking_state)`: `stacked` is `[B, H, W, stack_size]` with the dtype of
-    `frames`, channels ordered from the newest (the current frame) to the oldest; the new state
-    holds the newest `stack_size - 1` frames for the next step.
+    `(stacked, new_frame_stacking_state)`: `stacked` is `[T, B, ..., stack_size]` with the
+    dtype of `frames`, channels ordered from the newest (the frame of that step) to the oldest;
+    the new state holds the newest `stack_size - 1` frames for the next sequence.
   """
   _check_stack_size(stack_size)
   if stack_size == 1:
     return frames, ()
   frames = tf.convert_to_tensor(frames)
-  if frames.shape[-1] != 1:
+  done = tf.convert_to_tensor(done)
+  frame_stacking_state = tf.convert_to_tensor(frame_stacking_state)
+  if frames.shape.rank is not None and (frames.shape.rank < 3 or frames.shape[-1] != 1):
     raise ValueError(
-        f'Frame stacking (stack_size={stack_size}) needs single-channel frames [B, H, W, 1], '
-        f'got shape {frames.shape}.')
-  shape = tf.shape(frames)
-  current = tf.reshape(tf.cast(frames, tf.int32), [shape[0], -1])
-  state = tf.where(done[:, tf.newaxis], tf.zeros_like(frame_stacking_state),
-                   frame_stacking_state)
-  # Previous frame k (0 = oldest) sits in bits [8k, 8k + 8); list them newest first.
-  previous = [
-      tf.bitwise.bitwise_and(tf.bitwise.right_shift(state, _BITS_PER_FRAME * k), _FRAME_MASK)
-      for k in reversed(range(stack_size - 1))]
-  stacked = tf.stack([current] + previous, axis=-1)
-  stacked = tf.reshape(stacked, tf.concat([shape[:-1], [stack_size]], axis=0))
-  stacked = tf.cast(stacked, frames.dtype)
-  # Drop the oldest frame (shift right) and put the current one in the newest slot.
-  new_state = tf.bitwise.bitwise_or(
-      tf.bitwise.right_shift(state, _BITS_PER_FRAME),
-      tf.bitwise.left_shift(current, _BITS_PER_FRAME * (stack_size - 2)))
-  return stacked, new_state
+        f'Frame stacking (stack_size={stack_size}) needs single-channel time-major frames '
+        f'[T, B, ..., 1], got shape {frames.shape}.')
+  if not frames.shape[:2].is_compatible_with(done.shape[:2]):
+    raise ValueError(f'frames {frames.shape} and done {done.shape} must have the same first '
+                     'two dimensions [T, B].')
+  if frame_stacking_state.dtype != tf.int32:
+    raise ValueError(f'frame_stacking_state must be int32 (see initial_frame_stacking_state), '
+                     f'got {frame_stacking_state.dtype.name}.')
+  return _unroll_cell(frames, done, frame_stacking_state,
+                      tf.zeros_like(frame_stacking_state),
+                      lambda frames_t, state: _stack_one_step(frames_t, state, stack_size))
 
 
 def stack_frames_over_time(frames, done, frame_stacking_state,
                            stack_size: int) -> tuple[Any, Any]:
-  """`stack_frames` over time-major `[T, B, H, W, 1]` frames and `<bool>[T, B]` done.
-
-  Returns `(stacked [T, B, H, W, stack_size], frame_stacking_state after the last step)`; with
-  `stack_size == 1` the frames as they are and `()`.
-  """
-  if stack_size == 1:
-    return frames, ()
-  # stack_frames resets on done itself, so the initial state given to unroll_recurrent is never
-  # needed by it; passing one keeps both helpers' contracts simple.
-  return networks.unroll_recurrent(
-      lambda step, state: stack_frames(step[0], state, step[1], stack_size),
-      (frames, done), done, frame_stacking_state, tf.zeros_like(frame_stacking_state))
+  """`stack_frames` with `done` before `frame_stacking_state`, the order the benchmarks'
+  networks call it with."""
+  return stack_frames(frames, frame_stacking_state, done, stack_size)
 
 
 def nature_dqn_convs() -> list:
@@ -174,9 +206,9 @@ class DuelingLSTMDQNNet(tf.keras.Model):
 
   def _unroll_lstm(self, torso_outputs, done, core_state):
     """The LSTM over time `[T, B, ...]`; its state `(h, c)` restarts at zeros where `done`."""
-    outputs, (core_state,) = networks.unroll_recurrent(
-        networks.lstm_stack_step([self._core]), torso_outputs, done, (core_state,),
-        (tf.nest.map_structure(tf.zeros_like, core_state),))
+    outputs, (core_state,) = _unroll_cell(
+        torso_outputs, done, (core_state,), (tf.nest.map_structure(tf.zeros_like, core_state),),
+        networks.lstm_stack_step([self._core]))
     return outputs, core_state
 
   def _head(self, core_output) -> AgentOutput:
@@ -191,8 +223,8 @@ class DuelingLSTMDQNNet(tf.keras.Model):
   def _unroll(self, prev_actions, env_outputs, agent_state):
     """Frame stacking, torso, LSTM and head over time-major `[T, B, ...]` inputs."""
     done = tf.convert_to_tensor(env_outputs.done)
-    stacked, frame_stacking_state = stack_frames_over_time(
-        env_outputs.observation, done, agent_state.frame_stacking_state, self._stack_size)
+    stacked, frame_stacking_state = stack_frames(
+        env_outputs.observation, agent_state.frame_stacking_state, done, self._stack_size)
     unroll_core = networks.torso_core_head(self._torso, self._unroll_lstm, self._head)
     outputs, core_state = unroll_core(
         prev_actions, env_outputs._replace(observation=stacked, done=done),

@@ -40,14 +40,15 @@ def _built_net(stack_size=4, batch_size=2):
 
 
 def _stack(frame_sequence, done_sequence, stack_size):
-  """Runs `stack_frames` over `[B, H, W, 1]` frames step by step; returns the stacks."""
+  """Runs `stack_frames` on `[B, H, W, 1]` frames one step (`T = 1`) at a time; returns the
+  `[B, H, W, stack_size]` stacks."""
   batch_size, height, width, _ = frame_sequence[0].shape
-  state = (tf.zeros([batch_size, height * width], tf.int32) if stack_size > 1 else ())
+  state = networks.initial_frame_stacking_state(batch_size, (height, width, 1), stack_size)
   stacks = []
   for frames, done in zip(frame_sequence, done_sequence):
     stacked, state = networks.stack_frames(
-        tf.constant(frames), state, tf.constant(done), stack_size)
-    stacks.append(stacked.numpy())
+        tf.constant(frames)[tf.newaxis], state, tf.constant(done)[tf.newaxis], stack_size)
+    stacks.append(stacked.numpy()[0])
     if stack_size > 1:
       assert state.dtype == tf.int32 and state.shape == [batch_size, height * width]
   return stacks
@@ -119,8 +120,8 @@ def test_stack_frames_round_trips_every_byte_value():
 
 @pytest.mark.timeout(30)
 def test_stack_size_one_passes_frames_through():
-  frames = tf.constant(np.arange(12, dtype=np.uint8).reshape([1, 2, 2, 3]))
-  stacked, state = networks.stack_frames(frames, (), tf.constant([True]), 1)
+  frames = tf.constant(np.arange(12, dtype=np.uint8).reshape([1, 1, 2, 2, 3]))
+  stacked, state = networks.stack_frames(frames, (), tf.constant([[True]]), 1)
   assert state == ()
   np.testing.assert_array_equal(stacked, frames)
 
@@ -182,8 +183,8 @@ def test_unsupported_stack_sizes_raise(stack_size):
   with pytest.raises(ValueError, match='stack_size'):
     networks.DuelingLSTMDQNNet(NUM_ACTIONS, OBSERVATION_SHAPE, stack_size)
   with pytest.raises(ValueError, match='stack_size'):
-    networks.stack_frames(tf.zeros([1, 2, 2, 1], tf.uint8), tf.zeros([1, 4], tf.int32),
-                          tf.constant([False]), stack_size)
+    networks.stack_frames(tf.zeros([1, 1, 2, 2, 1], tf.uint8), tf.zeros([1, 4], tf.int32),
+                          tf.constant([[False]]), stack_size)
 
 
 @pytest.mark.timeout(30)
@@ -230,3 +231,110 @@ def test_get_action_returns_plain_structures():
   np.testing.assert_allclose(outputs.q_values, eager_outputs.q_values, atol=1e-5)
   np.testing.assert_array_equal(new_state.frame_stacking_state,
                                 eager_state.frame_stacking_state)
+
+
+def _numpy_stacks(frames, done, stack_size):
+  """Reference stacking of time-major `[T, B, ..., 1]` frames from an empty history: channel k
+  of step t is the frame of step t - k when that step is in the same episode, else zeros."""
+  stacks = np.zeros(frames.shape[:-1] + (stack_size,), frames.dtype)
+  for b in range(done.shape[1]):
+    episode_start = 0
+    for t in range(done.shape[0]):
+      if done[t, b]:
+        episode_start = t
+      for k in range(min(stack_size, t - episode_start + 1)):
+        stacks[t, b, ..., k] = frames[t - k, b, ..., 0]
+  return stacks
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('stack_size', [2, 3, 4])
+def test_stack_frames_over_a_sequence_matches_a_numpy_reference(stack_size):
+  """One call stacks a whole `[T, B, H, W, 1]` sequence; the state it returns continues it."""
+  rng = np.random.RandomState(stack_size)
+  history = rng.randint(0, 256, size=[11, 3, 3, 2, 1]).astype(np.uint8)
+  history[2, 1] = 255  # The largest byte survives the bit-packing.
+  done = rng.uniform(size=[11, 3]) < 0.2
+  done[6, 2] = True
+  expected = _numpy_stacks(history, done, stack_size)
+  state = networks.initial_frame_stacking_state(3, (3, 2, 1), stack_size)
+  first, state = networks.stack_frames(history[:4], state, done[:4], stack_size)
+  rest, _ = networks.stack_frames(tf.constant(history[4:]), state, tf.constant(done[4:]),
+                                  stack_size)
+  assert first.shape == [4, 3, 3, 2, stack_size] and first.dtype == tf.uint8
+  np.testing.assert_array_equal(first, expected[:4])
+  np.testing.assert_array_equal(rest, expected[4:])
+  whole, _ = networks.stack_frames(history, networks.initial_frame_stacking_state(
+      3, (3, 2, 1), stack_size), done, stack_size)
+  np.testing.assert_array_equal(whole, expected)
+
+
+@pytest.mark.timeout(60)
+def test_stack_frames_of_float_vectors_in_a_tf_function():
+  """`[T, B, 1]` float frames (an observation shape of `[1]`) keep their dtype; 4 frames,
+  newest first, restart at `done` (the values worked out by hand)."""
+  stack = tf.function(networks.stack_frames)
+  state = networks.DuelingLSTMDQNNet(2, [1], stack_size=4).initial_state(1).frame_stacking_state
+  output, state = stack(tf.constant([[[1.]]]), state, tf.constant([[False]]), 4)
+  assert output.dtype == tf.float32
+  assert output.numpy().tolist() == [[[1, 0, 0, 0]]]
+  output, _ = stack(tf.constant([[[v]] for v in (2., 3., 4., 5., 6.)]), state,
+                    tf.constant([[False], [False], [False], [True], [False]]), 4)
+  assert output.numpy()[:, 0].tolist() == [
+      [2, 1, 0, 0], [3, 2, 1, 0], [4, 3, 2, 1], [5, 0, 0, 0], [6, 5, 0, 0]]
+
+
+@pytest.mark.timeout(30)
+def test_unroll_cell_applies_the_cell_over_time_and_restarts_where_done():
+  """`_unroll_cell(inputs, done, start_state, zero_state, recurrent_cell)`: a running sum per
+  row, restarted at `zero_state` where `done`, checked against numpy."""
+  inputs = np.arange(1, 13, dtype=np.float32).reshape([6, 2, 1])
+  done = np.array([[False, False], [True, False], [False, False], [False, True],
+                   [False, False], [True, True]])
+  start = np.array([[100.], [200.]], np.float32)
+
+  def running_sum(input_t, state):
+    (total,) = state
+    total = total + input_t
+    return total * 2, (total,)
+
+  outputs, (final,) = networks._unroll_cell(
+      inputs=inputs.tolist(), done=done.tolist(), start_state=(tf.constant(start),),
+      zero_state=(tf.zeros([2, 1]),), recurrent_cell=running_sum)
+  expected, total = [], start.copy()
+  for t in range(6):
+    total = np.where(done[t][:, np.newaxis], 0., total) + inputs[t]
+    expected.append(total * 2)
+  assert outputs.shape == [6, 2, 1]
+  np.testing.assert_allclose(outputs, np.stack(expected))
+  np.testing.assert_allclose(final, total)
+
+
+@pytest.mark.timeout(60)
+def test_frame_stacking_of_single_channel_observations_of_any_shape():
+  """Stacking needs only a last dimension of 1: the state has one int32 per element."""
+  for shape, size in [([1], 1), ((6, 1), 6), ((5, 7, 1), 35)]:
+    state = networks.DuelingLSTMDQNNet(2, shape, stack_size=4).initial_state(3)
+    assert state.frame_stacking_state.shape == [3, size]
+    assert state.frame_stacking_state.dtype == tf.int32
+  net = networks.DuelingLSTMDQNNet(NUM_ACTIONS, (36, 44, 1), stack_size=3)
+  done = np.zeros([4, 2], bool)
+  prev_actions = tf.zeros([4, 2], tf.int32)
+  observation = np.random.RandomState(6).randint(0, 256, size=[4, 2, 36, 44, 1])
+  outputs, state = net((prev_actions, _env_outputs(observation, done, np.zeros([4, 2]))),
+                       net.initial_state(2), unroll=True)
+  assert outputs.q_values.shape == [4, 2, NUM_ACTIONS]
+  assert net._convs[0].kernel.shape == (8, 8, 3, 32)
+  assert state.frame_stacking_state.shape == [2, 36 * 44]
+
+
+@pytest.mark.timeout(30)
+def test_stack_frames_refuses_mismatched_inputs():
+  frames = tf.zeros([3, 2, 4, 1], tf.uint8)
+  state = tf.zeros([2, 4], tf.int32)
+  with pytest.raises(ValueError, match=r'first two dimensions \[T, B\]'):
+    networks.stack_frames(frames, state, tf.zeros([3, 5], tf.bool), 2)
+  with pytest.raises(ValueError, match='must be int32'):
+    networks.stack_frames(frames, tf.zeros([2, 4], tf.int64), tf.zeros([3, 2], tf.bool), 2)
+  with pytest.raises(ValueError, match=r'single-channel time-major frames \[T, B, \.\.\., 1\]'):
+    networks.stack_frames(tf.zeros([3, 2, 4, 3], tf.uint8), state, tf.zeros([3, 2], tf.bool), 2)
