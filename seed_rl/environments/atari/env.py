@@ -23,19 +23,30 @@ Notes on ale-py 0.12 (see also `create_environment`):
   is discarded (AtariPreprocessing reads the screen itself), and copying the
   128-byte RAM is far cheaper than a 210x160 RGB screen on every frame.
 
-Actor-side module: no TensorFlow and no absl flags (flags live in
-`*_main.py`); `config` is any object with the attributes read below.
+Importing this module defines the flags `--game`, `--max_random_noops` and
+`--sticky_actions` (and the common ones, `--num_action_repeats` among them),
+as the original's module did, so that `create_environment(task, FLAGS)` works
+once it is imported. `config` may also be any other object with the
+attributes read below. Actor-side module: no TensorFlow.
 """
 
 import difflib
 import functools
 from typing import Any
 
+from absl import flags
 import ale_py
 import gymnasium
 from gymnasium.wrappers import TimeLimit
 
+from seed_rl.common import common_flags  # noqa: F401  (defines --num_action_repeats)
 from seed_rl.environments.atari import atari_preprocessing
+
+flags.DEFINE_string('game', 'Pong', 'Atari game name, e.g. Pong, Breakout, MsPacman.')
+flags.DEFINE_integer('max_random_noops', 30,
+                     'At most this many no-op actions start every episode.')
+flags.DEFINE_bool('sticky_actions', False,
+                  'Repeat the previous action with probability 0.25 (Machado et al. 2018).')
 
 # Frames per agent step. The original defaulted `num_action_repeats` to 1,
 # which combined with its frame-skip-1 bug froze the observation (issue #76);

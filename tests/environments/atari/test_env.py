@@ -313,3 +313,39 @@ def test_no_tensorflow_import():
       text=True, timeout=50, check=False)
   assert result.returncode == 0, result.stderr
   assert 'OK' in result.stdout
+
+
+_FLAGS_OF_ENV = """
+import sys
+from absl import flags
+from seed_rl.environments.atari import env
+FLAGS = flags.FLAGS
+print('defaults', FLAGS['game'].default, FLAGS['max_random_noops'].default,
+      FLAGS['sticky_actions'].default, FLAGS['num_action_repeats'].default)
+print('defined by', {FLAGS.find_module_defining_flag(name)
+                     for name in ('game', 'max_random_noops', 'sticky_actions')})
+FLAGS(['env', '--game=Breakout', '--max_random_noops=7', '--sticky_actions',
+       '--num_action_repeats=2'])
+environment = env.create_environment(0, FLAGS)
+print('env', environment.unwrapped.spec.id, environment.max_random_noops,
+      environment.frame_skip, environment.unwrapped.ale.getFloat('repeat_action_probability'))
+from seed_rl.environments.atari import env_flags, vtrace_main
+print('tensorflow' in sys.modules)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_importing_env_defines_the_flags_of_the_original_for_create_environment():
+  """As the original's module: importing `env` defines --game, --max_random_noops and
+  --sticky_actions (defaults Pong, 30, false) and the common flags, so that
+  `create_environment(task, FLAGS)` builds the env the flags name; the entry points import
+  after it without defining a flag twice, and without TensorFlow."""
+  result = subprocess.run(
+      [sys.executable, '-c', _FLAGS_OF_ENV], cwd=REPO_ROOT, capture_output=True,
+      text=True, timeout=50, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.splitlines() == [
+      'defaults Pong 30 False 1',
+      "defined by {'seed_rl.environments.atari.env'}",
+      'env BreakoutNoFrameskip-v4 7 2 0.25',
+      'False']
