@@ -97,6 +97,15 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
                      rf'with \d+ frames of the budget left; checkpoint {re.escape(final_path)}',
                      second.log()), second.log()[-2000:]
 
+    # A learner stopped by SIGTERM (a preemption) has not finished training: its actors keep
+    # waiting for the next one (only a spent budget makes them stop).
+    for actor in actors:
+      actor.wait_for('Inference call failed', timeout=30)
+    time.sleep(1)
+    for actor in actors:
+      assert actor.popen.poll() is None, actor.log()[-3000:]
+      assert 'finished training' not in actor.log()
+
     # A learner restored without actors and stopped at once re-saves exactly what it restored:
     # weights, optimizer state and step counter (and SIGTERM works while it waits for data).
     for actor in actors:
