@@ -17,7 +17,7 @@ It imports only TensorFlow and `seed_rl.common.structures`.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -52,6 +52,24 @@ def as_env_output(env_outputs: Any) -> EnvOutput:
         f'env_outputs must have {len(EnvOutput._fields)} elements in EnvOutput order '
         f'({", ".join(EnvOutput._fields)}), got {len(env_outputs)}.')
   return EnvOutput(*env_outputs)
+
+
+@tf.autograph.experimental.do_not_convert
+def is_time_major(env_outputs: Any, unroll: Optional[bool]) -> bool:
+  """Whether inputs are time-major `[T, B, ...]`: `unroll` when given, otherwise whether
+  `env_outputs.done` (which has exactly the batch dimensions) is `[T, B]` rather than `[B]`.
+
+  Raises:
+    ValueError: `unroll` is None and `done` is neither `[B]` nor `[T, B]`.
+  """
+  if unroll is not None:
+    return bool(unroll)
+  done = tf.convert_to_tensor(as_env_output(env_outputs).done)
+  if done.shape.rank not in (1, 2):
+    raise ValueError('env_outputs.done must be [B] (one step) or [T, B] (an unroll) to tell '
+                     f'which the inputs are, got shape {done.shape}; or pass unroll=True or '
+                     'unroll=False.')
+  return done.shape.rank == 2
 
 
 def track_layers(model: tf.keras.layers.Layer, name: str, layers: Sequence) -> list:

@@ -13,6 +13,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from seed_rl.common import networks
+
 
 class Normalizer(tf.Module):
   """Normalizes vectors with running mean/std statistics.
@@ -262,13 +264,15 @@ class NormalizeObservationsWrapper(tf.Module):
 
     `env_outputs` is the second positional argument (as in `__call__`);
     `unroll` and `is_training` are read from the keyword arguments, if given,
-    and passed on unchanged.
+    and passed on unchanged. Without `unroll` the inputs are an unroll when
+    `env_outputs.done` is `[T, B]` (`networks.is_time_major`), as the methods
+    forwarded take them.
     """
     method = getattr(self.policy, method_name)
 
     def forwarded(prev_actions, env_outputs, *args, **kwargs):
       env_outputs = self._normalize_env_outputs(
-          env_outputs, kwargs.get('unroll', False),
+          env_outputs, networks.is_time_major(env_outputs, kwargs.get('unroll')),
           kwargs.get('is_training', False))
       return method(prev_actions, env_outputs, *args, **kwargs)
 

@@ -139,13 +139,16 @@ def test_normalize_observations_wrapper():
   np.testing.assert_allclose(flat.mean(0), 0., atol=1e-5)
   np.testing.assert_allclose(flat.std(0), 1., atol=1e-4)
 
-  # Inference calls ([B] only) normalize without collecting statistics.
-  single = env_outputs._replace(
-      observation=tf.nest.map_structure(lambda x: x[0], obs))
+  # Inference calls ([B] only) normalize without collecting statistics; the forwarded methods
+  # tell one step from an unroll by `done` ([B] here), as the networks they forward to do.
+  single = tf.nest.map_structure(lambda x: x[0], env_outputs)
   action_out, _ = agent.get_action(zeros[0], single, tf.zeros([2, 1]))
   np.testing.assert_allclose(action_out['a'], out['a'][0], atol=1e-5)
   np.testing.assert_allclose(agent.get_V(zeros[0], single, None)['b'],
                              out['b'][0], atol=1e-5)
+  # And a whole [T, B] unroll, without `unroll=True`, as the original's get_V took it.
+  np.testing.assert_allclose(agent.get_V(zeros[0], env_outputs, None)['b'], out['b'],
+                             atol=1e-5)
   assert normalizer.steps_acc.numpy() == 0
 
 

@@ -4,12 +4,12 @@ Every network has the agents' calling convention: `get_action_params`, `get_V` a
 `get_Q(..., action)` take `(prev_actions, env_outputs, core_state, unroll=None,
 is_training=False)` with time-major `[T, B, ...]` inputs, as the original SEED RL's do, or
 `[B, ...]` inputs for one step; `unroll` says which, and when left out the rank of
-`env_outputs.done` does (see `is_time_major`). `__call__` samples an action:
+`env_outputs.done` does (see `networks.is_time_major`). `__call__` samples an action:
 `(action, new_core_state)`, from one step unless `unroll=True`. Observations may be nests (a
 GoalEnv's dict): their leaves are flattened and concatenated.
 """
 
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import tensorflow as tf
 
@@ -45,23 +45,6 @@ def flat_observation(observation, batch_ndims: int):
                     for leaf in leaves], axis=-1)
 
 
-def is_time_major(env_outputs: Any, unroll: Optional[bool]) -> bool:
-  """Whether inputs are time-major `[T, B, ...]`: `unroll` when given, otherwise whether
-  `env_outputs.done` (which has exactly the batch dimensions) is `[T, B]` rather than `[B]`.
-
-  Raises:
-    ValueError: `unroll` is None and `done` is neither `[B]` nor `[T, B]`.
-  """
-  if unroll is not None:
-    return bool(unroll)
-  done = tf.convert_to_tensor(networks.as_env_output(env_outputs).done)
-  if done.shape.rank not in (1, 2):
-    raise ValueError('env_outputs.done must be [B] (one step) or [T, B] (an unroll) to tell '
-                     f'which the inputs are, got shape {done.shape}; or pass unroll=True or '
-                     'unroll=False.')
-  return done.shape.rank == 2
-
-
 def action_features(action, batch_ndims: int):
   """Actions as float32 features with a trailing dimension (scalar actions get one)."""
   action = tf.cast(action, tf.float32)
@@ -87,7 +70,7 @@ class ActorCriticMLP(tf.keras.Model):
 
   def _observation(self, env_outputs, unroll):
     return flat_observation(networks.as_env_output(env_outputs).observation,
-                            2 if is_time_major(env_outputs, unroll) else 1)
+                            2 if networks.is_time_major(env_outputs, unroll) else 1)
 
   def get_action_params(self, prev_actions, env_outputs, core_state, unroll=None,
                         is_training=False):
@@ -101,7 +84,7 @@ class ActorCriticMLP(tf.keras.Model):
   def get_Q(self, prev_actions, env_outputs, core_state, action, unroll=None,  # pylint: disable=invalid-name
             is_training=False):
     del prev_actions, core_state, is_training
-    batch_ndims = 2 if is_time_major(env_outputs, unroll) else 1
+    batch_ndims = 2 if networks.is_time_major(env_outputs, unroll) else 1
     inputs = tf.concat([self._observation(env_outputs, unroll),
                         action_features(action, batch_ndims)], axis=-1)
     return tf.concat([q(inputs) for q in self._qs], axis=-1)
@@ -191,19 +174,19 @@ class ActorCriticLSTM(tf.keras.Model):
   def get_action_params(self, prev_actions, env_outputs, core_state, unroll=None,
                         is_training=False):
     del is_training
-    unroll = is_time_major(env_outputs, unroll)
+    unroll = networks.is_time_major(env_outputs, unroll)
     return self._run(self._actor, prev_actions, env_outputs, core_state[0], unroll)[0]
 
   def get_V(self, prev_actions, env_outputs, core_state, unroll=None, is_training=False):  # pylint: disable=invalid-name
     del is_training
-    unroll = is_time_major(env_outputs, unroll)
+    unroll = networks.is_time_major(env_outputs, unroll)
     values, _ = self._run(self._v, prev_actions, env_outputs, core_state[1], unroll)
     return tf.squeeze(values, axis=-1)
 
   def get_Q(self, prev_actions, env_outputs, core_state, action, unroll=None,  # pylint: disable=invalid-name
             is_training=False):
     del is_training
-    unroll = is_time_major(env_outputs, unroll)
+    unroll = networks.is_time_major(env_outputs, unroll)
     return tf.concat([self._run(q, prev_actions, env_outputs, state, unroll, action)[0]
                       for q, state in zip(self._qs, core_state[2])], axis=-1)
 
