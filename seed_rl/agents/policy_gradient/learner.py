@@ -24,7 +24,6 @@ from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
 from seed_rl.common import specs as specs_lib
-from seed_rl.common import tensors
 
 # The operative gin configuration, written to the logdir when training ends.
 GIN_CONFIG_FILE = 'learner.gin'
@@ -121,9 +120,7 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
 
   @tf.function
   def _compute_advantages(self, unrolls):
-    steps = tensors.make_time_major(unrolls._replace(agent_state=()))
-    return self.loss_fn.compute_advantages(unrolls.agent_state, steps.prev_actions,
-                                           steps.env_outputs, steps.agent_outputs)
+    return ppo_training_step_utils.unroll_advantages(self.loss_fn, unrolls)
 
   @tf.function
   def _end_of_step(self, unrolls) -> None:
@@ -140,22 +137,14 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
     unrolls = self.unroll_queue.dequeue_many(config.virtual_batch_size)
     with (self.inference_gate.closed() if self.inference_gate is not None
           else contextlib.nullcontext()):
-      ppo_training_step_utils.ppo_training_step(
-          config.epochs_per_step, self._compute_advantages, unrolls, config.batch_mode,
-          minimize, config.batches_per_step)
+      ppo_training_step_utils.train_epochs(
+          config.epochs_per_step, unrolls, config.batch_mode, minimize, config.batches_per_step,
+          compute_advantages=self._compute_advantages)
       self._end_of_step(unrolls)
 
   def compute_loss(self, batch):
     with logging_module.LoggingTape(self.loss_fn) as logs:
-      if isinstance(batch, ppo_training_step_utils.Transitions):
-        steps = tf.nest.map_structure(lambda t: t[tf.newaxis], batch)  # [1, N]: one step.
-        loss = self.loss_fn((), steps.prev_actions, steps.env_outputs, steps.agent_outputs,
-                            normalized_targets=steps.normalized_targets,
-                            normalized_advantages=steps.normalized_advantages)
-      else:
-        steps = tensors.make_time_major(batch._replace(agent_state=()))
-        loss = self.loss_fn(batch.agent_state, steps.prev_actions, steps.env_outputs,
-                            steps.agent_outputs)
+      loss = ppo_training_step_utils.minibatch_loss(self.loss_fn, batch)
     return loss, dict(logs, loss=loss)
 
 

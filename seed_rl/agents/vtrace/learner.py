@@ -115,8 +115,8 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     unrolls = self.unroll_queue.dequeue_many(self.unrolls_per_iteration())
     # One batch keeps its order: shuffling would only cost a copy.
     batch_mode = 'shuffle' if self._batches_per_step > 1 else 'repeat'
-    ppo_training_step_utils.ppo_training_step(self._epochs_per_step, None, unrolls, batch_mode,
-                                              minimize, self._batches_per_step)
+    ppo_training_step_utils.train_epochs(self._epochs_per_step, unrolls, batch_mode, minimize,
+                                         self._batches_per_step)
     if self._training_iterations is not None:
       self._training_iterations.assign_add(1)
 

@@ -219,6 +219,14 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
       if callable(init) and not _has_required_arguments(init):
         init()
 
+  @property
+  def trainable_variables(self) -> list[tf.Variable]:
+    """The agent's, then the loss's own (PopArt's, Lagrange multipliers'): all that training
+    the loss updates. `tf.Module`'s own search misses a Keras agent's variables."""
+    agent_variables = list(self.agent.trainable_variables)
+    known = {id(v) for v in agent_variables}
+    return agent_variables + [v for v in super().trainable_variables if id(v) not in known]
+
   def _log_mean(self, key: str, tensor: tf.Tensor) -> None:
     self.log(f'GeneralizedOnPolicyLoss/{key}', tf.reduce_mean(tensor))
 

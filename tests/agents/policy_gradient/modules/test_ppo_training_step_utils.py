@@ -1,12 +1,18 @@
-"""Each batch mode of PPO's training step shows the minibatches it should to `minimize`."""
+"""PPO's training step: the minibatches each batch mode shows `minimize`, and the library
+signature `ppo_training_step` training a loss with its optimizer and logger."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.policy_gradient.modules import advantages
+from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss as gol
+from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils as utils
+from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import Unroll
 from seed_rl.common.structures import EnvOutput
+from tests.agents.policy_gradient.modules import onpolicy_helpers as helpers
 
 B, T = 4, 3  # Unrolls of T + 1 steps.
 
@@ -44,8 +50,8 @@ class _Recorder:
 
 def _run(batch_mode, epochs=3, batches_per_step=2, agent_state=()):
   recorder = _Recorder()
-  utils.ppo_training_step(epochs, recorder.compute_advantages, _unrolls(agent_state),
-                          batch_mode, recorder.minimize, batches_per_step)
+  utils.train_epochs(epochs, _unrolls(agent_state), batch_mode, recorder.minimize,
+                     batches_per_step, compute_advantages=recorder.compute_advantages)
   return recorder
 
 
@@ -118,3 +124,119 @@ def test_targets_must_match_the_unrolls():
     utils.split_into_transitions(unrolls, targets[1:], advantages[1:])
   with pytest.raises(ValueError, match='Batch size mismatch'):
     utils.split_into_transitions(unrolls, targets[:, 1:], advantages[:, 1:])
+
+
+def test_a_split_mode_without_compute_advantages_or_an_unknown_mode_is_refused():
+  with pytest.raises(ValueError, match='pass compute_advantages'):
+    utils.train_epochs(1, _unrolls(), 'split', lambda batch: None, 2)
+  with pytest.raises(ValueError, match="Unknown batch_mode='shuffled'"):
+    utils.train_epochs(1, _unrolls(), 'shuffled', lambda batch: None, 2)
+
+
+# The library signature, on time-major unrolls of the tiny agent.
+
+
+def _loss_fn(agent):
+  return gol.GeneralizedOnPolicyLoss(agent, None, helpers.DIST, advantages.GAE(0.9),
+                                     policy_losses.ppo(0.2), 0.9)
+
+
+def _time_major_unrolls(envs=helpers.B, agent_state=(), seed=0):
+  rewards = np.random.RandomState(seed).randn(helpers.T + 1, envs)
+  return Unroll(agent_state, *helpers.unroll(rewards=rewards, seed=seed, envs=envs)[1:])
+
+
+def test_compute_advantages_and_split_gives_transitions_with_their_advantages():
+  loss_fn = _loss_fn(helpers.TinyAgent())
+  args = _time_major_unrolls()
+  split = utils.compute_advantages_and_split(loss_fn, args)
+  agent_state, prev_actions, env_outputs, agent_outputs, targets, advantages_ = split
+  n = helpers.T * helpers.B
+  assert agent_state == ()
+  assert agent_outputs.policy_logits.shape == (1, n, helpers.A)
+  assert env_outputs.observation.shape == (1, n, helpers.OBS)
+  # Transition t * B + b is step t of environment b, with its own target and advantage.
+  expected_targets, expected_advantages = loss_fn.compute_advantages(*args)
+  np.testing.assert_array_equal(prev_actions[0], np.reshape(args.prev_actions[:-1], [-1]))
+  np.testing.assert_array_equal(agent_outputs.action[0],
+                                np.reshape(args.agent_outputs.action[:-1], [-1]))
+  np.testing.assert_allclose(targets[0], np.reshape(expected_targets, [-1]), rtol=1e-6)
+  np.testing.assert_allclose(advantages_[0], np.reshape(expected_advantages, [-1]), rtol=1e-6)
+  # The loss of the transitions is that of the unrolls.
+  np.testing.assert_allclose(loss_fn(*split), loss_fn(*args), rtol=1e-5)
+  with pytest.raises(ValueError, match='recurrent agent'):
+    utils.compute_advantages_and_split(loss_fn, args._replace(agent_state=tf.zeros([3, 2])))
+
+
+def _variables(loss_fn):
+  return [v.numpy() for v in loss_fn.trainable_variables]
+
+
+def test_ppo_training_step_makes_one_clipped_optimizer_step_of_the_loss():
+  agent = helpers.TinyAgent()
+  loss_fn = _loss_fn(agent)
+  args = _time_major_unrolls()
+  with tf.GradientTape() as tape:
+    expected_loss = loss_fn(*args)
+  variables = loss_fn.trainable_variables
+  assert len(variables) == len(agent.trainable_variables) == 6  # The agent's weights.
+  gradients = tape.gradient(expected_loss, variables)
+  norm = float(tf.linalg.global_norm(gradients))
+  before = _variables(loss_fn)
+  learning_rate, clip_norm = 0.5, norm / 4.
+
+  loss, logs = utils.ppo_training_step(
+      epochs_per_step=1, loss_fn=loss_fn, args=args, batch_mode='repeat',
+      training_strategy=tf.distribute.get_strategy(), virtual_batch_size=helpers.B,
+      unroll_length=helpers.T, batches_per_step=1, clip_norm=clip_norm,
+      optimizer=tf.keras.optimizers.SGD(learning_rate), logger=progress_logger.ProgressLogger())
+
+  np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
+  for old, new, gradient in zip(before, _variables(loss_fn), gradients):
+    np.testing.assert_allclose(new, old - learning_rate * gradient.numpy() / 4., rtol=1e-4,
+                               atol=1e-6)
+  names = [name for name, _ in logs]
+  assert names[-2:] == ['grad/norm', 'grad/trainable_variables']
+  assert 'GeneralizedOnPolicyLoss/total_loss' in names
+  np.testing.assert_allclose(dict(logs)['grad/norm'], norm, rtol=1e-5)
+  np.testing.assert_allclose(dict(logs)['grad/trainable_variables'],
+                             np.sqrt(sum(np.sum(np.square(v)) for v in before)), rtol=1e-5)
+
+
+@pytest.mark.parametrize('batch_mode,agent_state', [
+    ('repeat', ()), ('shuffle', tf.zeros([4, 2])), ('split', ()),
+    ('split_with_advantage_recomputation', ())])
+def test_ppo_training_step_trains_every_minibatch_of_every_epoch(batch_mode, agent_state):
+  args = _time_major_unrolls(envs=4, agent_state=agent_state)
+  untrained = helpers.TinyAgent()
+  untrained(args[1:3], agent_state, unroll=True)  # Builds the weights the agent starts with.
+  before = [v.numpy() for v in untrained.trainable_variables]
+  loss_fn = _loss_fn(helpers.TinyAgent())  # Built by its first training step.
+  optimizer = tf.keras.optimizers.SGD(0.1)
+  loss, logs = utils.ppo_training_step(3, loss_fn, args, batch_mode, tf.distribute.get_strategy(),
+                                       4, helpers.T, 2, None, optimizer,
+                                       progress_logger.ProgressLogger())
+  assert int(optimizer.iterations) == 3 * 2
+  assert loss.shape == [] and np.isfinite(loss)
+  assert all(np.isfinite(value).all() for _, value in logs)
+  assert len(before) == 6
+  assert all(np.any(old != new) for old, new in zip(before, _variables(loss_fn)))
+
+
+def test_ppo_training_step_checks_the_unrolls_against_its_sizes():
+  loss_fn = _loss_fn(helpers.TinyAgent())
+  args = _time_major_unrolls()
+  train = lambda **sizes: utils.ppo_training_step(
+      1, loss_fn, args, 'repeat', tf.distribute.get_strategy(), batches_per_step=1,
+      clip_norm=None, optimizer=tf.keras.optimizers.SGD(0.1),
+      logger=progress_logger.ProgressLogger(), **sizes)
+  with pytest.raises(ValueError, match='Timesteps mismatch: unrolls of 5 steps for '
+                     'unroll_length=5'):
+    train(virtual_batch_size=helpers.B, unroll_length=helpers.T + 1)
+  with pytest.raises(ValueError, match='Batch size mismatch: 1 replicas x 3 unrolls for '
+                     'virtual_batch_size=6'):
+    train(virtual_batch_size=2 * helpers.B, unroll_length=helpers.T)
+  with pytest.raises(ValueError, match=r'agent state must have the leading dimension \[batch\]'):
+    utils.ppo_training_step(1, loss_fn, args._replace(agent_state=tf.zeros([2, 1])), 'repeat',
+                            tf.distribute.get_strategy(), helpers.B, helpers.T, 1, None,
+                            tf.keras.optimizers.SGD(0.1), progress_logger.ProgressLogger())
