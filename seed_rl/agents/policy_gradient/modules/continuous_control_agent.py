@@ -28,8 +28,10 @@ are per entry of the last axis).
 Observation statistics change only through
 `update_observation_normalization_statistics`, which the learner calls once
 per training step. Their variables are created by the first call of the agent,
-which therefore has to happen outside training (the learner calls every agent
-once on zero inputs inside the strategy scope).
+which therefore must not be a training unroll (`unroll=True` with
+`is_training=True`, the call whose gradients update the agent): one step, in
+training or not, creates them (the learner calls every agent once on zero
+inputs inside the strategy scope).
 
 The agent is a `tf.Module` holding Keras layers: Keras 3 models do not collect
 the `tf.Variable`s of the normalizer, and `tf.Module` does not collect Keras
@@ -327,7 +329,8 @@ class ContinuousControlAgent(tf.Module):
         by `initial_state` or a previous call.
       unroll: Whether the inputs are time-major unrolls.
       is_training: Whether this is a training call. The first call creates
-        the observation statistics and must not be one.
+        the observation statistics; it may be a training step
+        (`unroll=False`), but not a training unroll.
 
     Returns:
       `(AgentOutput(action, policy_logits, baseline), new_core_state)`: the
@@ -335,31 +338,41 @@ class ContinuousControlAgent(tf.Module):
       the baselines `[...]`, where `...` is `[B]` or `[T, B]`.
 
     Raises:
-      ValueError: If the statistics are not created yet and `is_training`,
-        or if the observations do not match them.
+      ValueError: If the statistics are not created yet and this is a
+        training unroll (`is_training` and `unroll`), or if the observations
+        do not match them.
     """
     prev_actions, env_outputs = input_
     env_outputs = common_networks.as_env_output(env_outputs)
     with self.name_scope:
-      self._create_variables(env_outputs.observation, is_training)
+      self._create_variables(env_outputs.observation,
+                             training_unroll=is_training and unroll)
       return common_networks.apply_step_or_unroll(
           common_networks.torso_core_head(self._torso, self._core, self._head),
           prev_actions, env_outputs, tuple(core_state), unroll)
 
-  def _create_variables(self, observation: Any, is_training: bool) -> None:
-    """Creates the statistics and the std vector at the first call."""
+  def _create_variables(self, observation: Any, training_unroll: bool) -> None:
+    """Creates the statistics and the std vector at the first call.
+
+    A training unroll runs inside the learner's update (per replica, under a
+    gradient tape), after which the statistics are updated; they have to
+    exist before, created once in the strategy scope with the other
+    variables, so such a first call is refused. A single step (an
+    inference, whether `is_training` or not) may create them.
+    """
     size = tf.convert_to_tensor(observation).shape[-1]
     if size is None:
       raise ValueError('The last dimension of the observations must be known '
                        f'statically, got shape {observation.shape}')
-    if not self.observation_normalizer.initialized and is_training:
+    if not self.observation_normalizer.initialized and training_unroll:
       raise ValueError(
           'ContinuousControlAgent: the observation normalization statistics '
-          'do not exist yet, and a training call (is_training=True) must not '
-          'create them. Call the agent once outside training first (e.g. on '
-          'zero inputs inside the strategy scope, as the learner does), so '
-          'that the statistics are created with the other variables and '
-          'copied to the inference agent.')
+          'do not exist yet, and a training unroll (unroll=True, '
+          'is_training=True) must not create them. Call the agent once on a '
+          'single step first (unroll=False, e.g. on zero inputs inside the '
+          'strategy scope, as the learner does), so that the statistics are '
+          'created with the other variables and copied to the inference '
+          'agent.')
     # Creates the statistics, or checks the size of existing ones.
     self.observation_normalizer.init_normalization_stats(size)
     if self._std_independent_of_input and self.std_parameters is None:

@@ -116,12 +116,14 @@ def test_two_replicas(strategy):
   result = subprocess.run(
       [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', __file__, '-k',
        f'two_replicas or update_observation_normalization_statistics or '
+       f'first_training_step_creates_the_statistics or '
        f'(configuration_runs and ({configurations}))'],
       cwd=ROOT, capture_output=True, text=True, timeout=220,
       env=dict(os.environ, SEED_RL_TEST_TWO_CPUS='1', TF_CPP_MIN_LOG_LEVEL='2'))
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-  # This test, the two statistics updates and each of TWO_REPLICA_CONFIGS.
-  expected = f'{len(TWO_REPLICA_CONFIGS) + 3} passed'
+  # This test, the two statistics updates, the two first training steps and
+  # each of TWO_REPLICA_CONFIGS.
+  expected = f'{len(TWO_REPLICA_CONFIGS) + 5} passed'
   assert 'skipped' not in result.stdout and expected in result.stdout, result.stdout[-1000:]
 
 
@@ -322,10 +324,10 @@ def test_statistics_only_change_through_the_update():
 
 
 @pytest.mark.parametrize('normalizer', [None, _average_normalizer])
-def test_statistics_created_in_training_raise(normalizer):
+def test_statistics_created_in_a_training_unroll_raise(normalizer):
   agent = _agent(observation_normalizer=normalizer and normalizer())
   inputs = _inputs(_observations(2, 3))
-  with pytest.raises(ValueError, match='outside training'):
+  with pytest.raises(ValueError, match='training unroll'):
     agent(inputs, (), unroll=True, is_training=True)
   assert not agent.observation_normalizer.initialized
   assert not agent.variables
@@ -333,6 +335,46 @@ def test_statistics_created_in_training_raise(normalizer):
   assert agent.observation_normalizer.initialized
   outputs_in_training, _ = agent(inputs, (), unroll=True, is_training=True)
   np.testing.assert_allclose(outputs_in_training.baseline, outputs.baseline)
+
+
+@pytest.mark.parametrize('normalizer', [
+    None, lambda: input_normalization.InputNormalization(rs.EMAMeanStd())])
+def test_first_training_step_creates_the_statistics(strategy, normalizer):
+  """As in the original: a first call with `is_training=True` on one step
+  (an inference in the training phase) creates the statistics, and training
+  unrolls on every replica then use them."""
+  batch_size, time_steps = 4, 3
+  local_batch = batch_size // strategy.num_replicas_in_sync
+  agent = _agent(observation_normalizer=normalizer and normalizer())
+  with strategy.scope():
+    step, _ = tf.function(agent.__call__)(
+        _inputs(np.zeros([batch_size, OBS_SIZE])), (), unroll=False,
+        is_training=True)
+  assert step.baseline.shape == [batch_size]
+  normalizer = agent.observation_normalizer
+  assert normalizer.initialized and normalizer.mean_std_tracker.size == OBS_SIZE
+  mean, std = normalizer.get_mean_std()
+  np.testing.assert_array_equal(mean, np.zeros(OBS_SIZE))
+  np.testing.assert_array_equal(std, np.ones(OBS_SIZE))
+  assert normalizer.variables
+  for variable in normalizer.variables:  # Created in the strategy's scope.
+    assert len(_local(strategy, variable)) == strategy.num_replicas_in_sync
+  observations = _observations(time_steps, batch_size, seed=3, loc=2.)
+
+  @tf.function
+  def training_unroll(observation):
+    return agent(_inputs(observation), (), unroll=True, is_training=True)
+
+  results = tf.function(lambda: strategy.run(
+      training_unroll, (_per_replica(strategy, observations, axis=1),)))()
+  parts = np.split(observations, strategy.num_replicas_in_sync, axis=1)
+  for (unrolled, _), part in zip(_local(strategy, results), parts):
+    assert unrolled.policy_logits.shape == [time_steps, local_batch,
+                                            2 * NUM_ACTIONS]
+    # Statistics 0 and 1: the same as an inference on the same inputs.
+    expected, _ = agent(_inputs(part), (), unroll=True)
+    np.testing.assert_allclose(unrolled.baseline, expected.baseline,
+                               atol=1e-5)
 
 
 def test_observations_must_match_the_statistics():
