@@ -70,7 +70,7 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
     if self._stack_size == 1:
       return lstm_state
     return lstm_state, atari_networks.initial_frame_stacking_state(
-        batch_size, self._observation_shape, self._stack_size)
+        self._stack_size, batch_size, self._observation_shape)
 
   def _torso(self, unused_prev_actions, env_outputs):
     x = tf.cast(env_outputs.observation, tf.float32) / 255.
@@ -84,8 +84,8 @@ class NatureActorCritic(vtrace_networks.RecurrentActorCritic):
   def _unroll_stacked(self, prev_actions, env_outputs, state):
     lstm_state, frame_stacking_state = state
     done = tf.convert_to_tensor(env_outputs.done)
-    stacked, frame_stacking_state = atari_networks.stack_frames_over_time(
-        env_outputs.observation, done, frame_stacking_state, self._stack_size)
+    stacked, frame_stacking_state = atari_networks.stack_frames(
+        env_outputs.observation, frame_stacking_state, done, self._stack_size)
     outputs, lstm_state = networks.torso_core_head(self._torso, self._core, self._head)(
         prev_actions, env_outputs._replace(observation=stacked, done=done), lstm_state)
     return outputs, (lstm_state, frame_stacking_state)

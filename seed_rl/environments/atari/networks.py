@@ -57,13 +57,17 @@ def check_frame_stacking(stack_size: int, observation_shape: Sequence[int]) -> t
   return observation_shape
 
 
-def initial_frame_stacking_state(batch_size, observation_shape: Sequence[int],
-                                 stack_size: int) -> Any:
+# The dtype of the frame stacking state (frames of up to 8 bits packed side by side).
+STACKING_STATE_DTYPE = tf.int32
+
+
+def initial_frame_stacking_state(stack_size: int, batch_size,
+                                 observation_shape: Sequence[int]) -> Any:
   """The empty frame stack of `batch_size` rows for `stack_frames`:
   `<int32>[batch_size, prod(observation_shape)]` zeros, `()` when `stack_size == 1`."""
   if stack_size == 1:
     return ()
-  return tf.zeros([batch_size, math.prod(observation_shape)], tf.int32)
+  return tf.zeros([batch_size, math.prod(observation_shape)], STACKING_STATE_DTYPE)
 
 
 def _unroll_cell(inputs, done, start_state, zero_state,
@@ -95,7 +99,7 @@ def _stack_one_step(frames, frame_stacking_state, stack_size: int) -> tuple[Any,
         tf.bitwise.right_shift(frame_stacking_state, _BITS_PER_FRAME * k), _FRAME_MASK)
     previous.append(tf.reshape(tf.cast(frame, frames.dtype), tf.shape(frames)))
   stacked = tf.concat([frames] + previous, axis=-1)
-  current = tf.reshape(tf.cast(frames, tf.int32), tf.shape(frame_stacking_state))
+  current = tf.reshape(tf.cast(frames, STACKING_STATE_DTYPE), tf.shape(frame_stacking_state))
   # Drop the oldest frame (shift right) and put the current one in the newest slot.
   new_state = tf.bitwise.bitwise_or(
       tf.bitwise.right_shift(frame_stacking_state, _BITS_PER_FRAME),
@@ -135,19 +139,12 @@ def stack_frames(frames, frame_stacking_state, done, stack_size: int) -> tuple[A
   if not frames.shape[:2].is_compatible_with(done.shape[:2]):
     raise ValueError(f'frames {frames.shape} and done {done.shape} must have the same first '
                      'two dimensions [T, B].')
-  if frame_stacking_state.dtype != tf.int32:
+  if frame_stacking_state.dtype != STACKING_STATE_DTYPE:
     raise ValueError(f'frame_stacking_state must be int32 (see initial_frame_stacking_state), '
                      f'got {frame_stacking_state.dtype.name}.')
   return _unroll_cell(frames, done, frame_stacking_state,
                       tf.zeros_like(frame_stacking_state),
                       lambda frames_t, state: _stack_one_step(frames_t, state, stack_size))
-
-
-def stack_frames_over_time(frames, done, frame_stacking_state,
-                           stack_size: int) -> tuple[Any, Any]:
-  """`stack_frames` with `done` before `frame_stacking_state`, the order the benchmarks'
-  networks call it with."""
-  return stack_frames(frames, frame_stacking_state, done, stack_size)
 
 
 def nature_dqn_convs() -> list:
@@ -192,7 +189,7 @@ class DuelingLSTMDQNNet(tf.keras.Model):
     units = self._core.units
     core_state = (tf.zeros([batch_size, units]), tf.zeros([batch_size, units]))
     return AgentState(core_state, initial_frame_stacking_state(
-        batch_size, self._observation_shape, self._stack_size))
+        self._stack_size, batch_size, self._observation_shape))
 
   def _torso(self, prev_actions, env_outputs):
     """Conv stack and dense layer on `[N, H, W, stack]` frames, plus reward and previous action."""

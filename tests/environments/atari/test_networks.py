@@ -43,7 +43,7 @@ def _stack(frame_sequence, done_sequence, stack_size):
   """Runs `stack_frames` on `[B, H, W, 1]` frames one step (`T = 1`) at a time; returns the
   `[B, H, W, stack_size]` stacks."""
   batch_size, height, width, _ = frame_sequence[0].shape
-  state = networks.initial_frame_stacking_state(batch_size, (height, width, 1), stack_size)
+  state = networks.initial_frame_stacking_state(stack_size, batch_size, (height, width, 1))
   stacks = []
   for frames, done in zip(frame_sequence, done_sequence):
     stacked, state = networks.stack_frames(
@@ -257,7 +257,7 @@ def test_stack_frames_over_a_sequence_matches_a_numpy_reference(stack_size):
   done = rng.uniform(size=[11, 3]) < 0.2
   done[6, 2] = True
   expected = _numpy_stacks(history, done, stack_size)
-  state = networks.initial_frame_stacking_state(3, (3, 2, 1), stack_size)
+  state = networks.initial_frame_stacking_state(stack_size, 3, (3, 2, 1))
   first, state = networks.stack_frames(history[:4], state, done[:4], stack_size)
   rest, _ = networks.stack_frames(tf.constant(history[4:]), state, tf.constant(done[4:]),
                                   stack_size)
@@ -265,7 +265,7 @@ def test_stack_frames_over_a_sequence_matches_a_numpy_reference(stack_size):
   np.testing.assert_array_equal(first, expected[:4])
   np.testing.assert_array_equal(rest, expected[4:])
   whole, _ = networks.stack_frames(history, networks.initial_frame_stacking_state(
-      3, (3, 2, 1), stack_size), done, stack_size)
+      stack_size, 3, (3, 2, 1)), done, stack_size)
   np.testing.assert_array_equal(whole, expected)
 
 
