@@ -185,7 +185,8 @@ def _is_defined(name: str, flag_values: flags.FlagValues) -> bool:
 
 def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
                 flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
-  """Imports the entry point and parses the learner's flags, then `overrides`, into `flag_values`.
+  """Imports the entry point and the environment factory, and parses the learner's flags,
+  then `overrides`, into `flag_values`.
 
   An entry point's `define_flags(argv)`, if it has one, is called with the learner's flags and
   `overrides` (after a program name, as in `sys.argv`). Lines of the learner's flags that this
@@ -197,6 +198,9 @@ def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
     EvaluateError: the entry point cannot be imported, or a flag is unknown or invalid.
   """
   module = import_entry_point(run)
+  # The factory's module may define flags of its own on import (the Atari env defines --game,
+  # as the original's does): imported first, the learner's lines for them are parsed too.
+  import_function(run.create_env_fn, module)
   learner_lines = [line.strip() for line in run.learner_flags or []]
   define_flags = getattr(module, 'define_flags', None)
   if callable(define_flags):

@@ -103,6 +103,7 @@ def environment_name(run: Any) -> str:
   finally:
     process.close(raise_errors=False)
 
+
 def main(argv: list[str]) -> None:
   from seed_rl import evaluate  # pylint: disable=g-import-not-at-top
   logdir, seed, episodes = argv[1], int(argv[2]), int(argv[3])

@@ -376,6 +376,7 @@ def test_frame_sources_of_each_environment_family():
 # The environment of a learner whose entry point defines its flags in `define_flags(argv)`.
 
 ATARI_ENV_FN = 'seed_rl.environments.atari.env:create_environment'
+DMLAB_ENV_FN = 'seed_rl.environments.dmlab.env:create_environment'
 
 
 @pytest.mark.timeout(120)
@@ -397,13 +398,22 @@ def test_an_entry_point_whose_flags_depend_on_its_agent_recreates_the_learners_e
 @pytest.mark.timeout(120)
 def test_an_entry_point_without_the_environments_flags_is_named_in_one_line():
   from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
-  run = evaluation_env.RunInfo(VTRACE_MAIN, ATARI_ENV_FN, learner_flags=['--game=Pong'])
+  run = evaluation_env.RunInfo(VTRACE_MAIN, DMLAB_ENV_FN, learner_flags=['--game=Pong'])
   with pytest.raises(evaluation_env.EvaluateError) as error:
     evaluate_helpers.environment_name(run)
   assert str(error.value) == (
-      f'{ATARI_ENV_FN} reads the flag --game, which {VTRACE_MAIN} does not define: pass '
+      f'{DMLAB_ENV_FN} reads the flag --game, which {VTRACE_MAIN} does not define: pass '
       '--entry_point=MODULE, an entry point that defines the environment\'s flags (e.g. '
       'seed_rl.environments.atari.vtrace_main for Atari).')
+
+
+@pytest.mark.timeout(120)
+def test_flags_the_factorys_module_defines_are_read_from_the_learners_flags():
+  """The Atari env module defines --game on import (as the original's): the learner's line
+  sets it even when the entry point does not define it."""
+  from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
+  run = evaluation_env.RunInfo(VTRACE_MAIN, ATARI_ENV_FN, learner_flags=['--game=Breakout'])
+  assert evaluate_helpers.environment_name(run) == 'BreakoutNoFrameskip-v4'
 
 
 # Learners whose environment factory is in their own main module (README's "Bring your own
