@@ -11,9 +11,12 @@ Pipeline, per step:
   observation -> normalize with the running statistics of
   `observation_normalizer` -> clip to +-`input_clipping` (optional) -> the
   normalizer's trainable correction (optional, `correct_observations`) ->
-  one shared MLP torso or separate policy and value torsos -> an LSTM stack per
-  torso (optional, reset where a new episode starts) -> policy head
-  (`param_size` distribution parameters) and value head (the baseline).
+  the shared MLP (with `shared`) -> one LSTM stack (optional, reset where a
+  new episode starts) -> the separate policy and value MLPs (without
+  `shared`) -> policy head (`param_size` distribution parameters) and value
+  head (the baseline). Without `shared` the LSTM stack therefore reads the
+  observations themselves, and its state is one `(h, c)` pair per LSTM layer
+  either way, the state of one Keras `StackedRNNCells`.
 Only the observation is an input; previous actions and rewards are not used.
 
 Calling convention (that of `GeneralizedOnPolicyLoss` and the learner):
@@ -101,7 +104,7 @@ def _fresh_initializer(initializer: Initializer,
 
 @gin.configurable
 class ContinuousControlAgent(tf.Module):
-  """MLP actor-critic with configurable torsos, see the module docstring."""
+  """MLP (and LSTM) actor-critic, configurable; see the module docstring."""
 
   def __init__(
       self,
@@ -133,19 +136,20 @@ class ContinuousControlAgent(tf.Module):
         head outputs its `param_size` parameters and actions are its samples.
       observation_normalizer: An uninitialized `InputNormalization`. None
         normalizes with the fixed mean 0 and std 1 (the identity).
-      num_layers_policy: Hidden layers of the policy torso (of the shared
-        torso when `shared`).
-      num_layers_value: Hidden layers of the value torso (unused when
+      num_layers_policy: Hidden layers of the policy MLP (of the shared MLP
+        when `shared`).
+      num_layers_value: Hidden layers of the value MLP (unused when
         `shared`).
-      num_layers_rnn: LSTM layers stacked on each torso (0: feed-forward).
-      num_units_policy: Width of the policy (or shared) torso.
-      num_units_value: Width of the value torso (unused when `shared`).
+      num_layers_rnn: LSTM layers of the stack between the shared MLP (or
+        the observations) and the heads' MLPs (0: feed-forward).
+      num_units_policy: Width of the policy (or shared) MLP.
+      num_units_value: Width of the value MLP (unused when `shared`).
       num_units_rnn: Units of every LSTM layer.
       layer_normalizer: None, or a class or zero-argument function returning a
         normalization layer (e.g. `tf.keras.layers.LayerNormalization`); each
         hidden layer gets its own one, applied to the layer's input.
-      shared: Whether policy and value heads read one torso (and LSTM stack)
-        instead of one each.
+      shared: Whether policy and value heads read one MLP, before the LSTM
+        stack, instead of one MLP each, after it.
       residual_connections: Whether each hidden layer but the first adds its
         input to its output.
       activation: Activation of the hidden layers (a function or Keras name);
@@ -207,25 +211,25 @@ class ContinuousControlAgent(tf.Module):
     self._num_layers_rnn = int(num_layers_rnn)
     activation = tf.nn.swish if activation is None else activation
 
-    torso_shapes = ([('shared', num_layers_policy, num_units_policy)]
-                    if shared else
-                    [('policy', num_layers_policy, num_units_policy),
-                     ('value', num_layers_value, num_units_value)])
-    # One list per torso (policy first); index -1 is the value torso's.
+    self._shared = shared
+    mlp_shapes = ([('shared', num_layers_policy, num_units_policy)]
+                  if shared else
+                  [('policy', num_layers_policy, num_units_policy),
+                   ('value', num_layers_value, num_units_value)])
+    # One list per MLP (policy first); index -1 is the value MLP's.
     self._hidden_layers = [
         [tf.keras.layers.Dense(
             int(num_units), activation=activation,
             kernel_initializer=_fresh_initializer(kernel_init),
             name=f'{prefix}_hidden_{i}') for i in range(num_layers)]
-        for prefix, num_layers, num_units in torso_shapes]
+        for prefix, num_layers, num_units in mlp_shapes]
     self._layer_normalizers = [
         [layer_normalizer() for _ in range(num_layers)]
         if layer_normalizer is not None else []
-        for _, num_layers, _ in torso_shapes]
+        for _, num_layers, _ in mlp_shapes]
     self._lstm_cells = [
-        [tf.keras.layers.LSTMCell(int(num_units_rnn), name=f'{prefix}_lstm_{i}')
-         for i in range(self._num_layers_rnn)]
-        for prefix, _, _ in torso_shapes]
+        tf.keras.layers.LSTMCell(int(num_units_rnn), name=f'lstm_{i}')
+        for i in range(self._num_layers_rnn)]
 
     policy_init = (kernel_init if last_kernel_init_policy is None
                    else last_kernel_init_policy)
@@ -248,13 +252,11 @@ class ContinuousControlAgent(tf.Module):
   def _keras_layers(self) -> List[tf.keras.layers.Layer]:
     """All Keras layers, in a fixed order (that of `variables`)."""
     layers = []
-    for hidden, normalizers, cells in zip(self._hidden_layers,
-                                          self._layer_normalizers,
-                                          self._lstm_cells):
+    for hidden, normalizers in zip(self._hidden_layers,
+                                   self._layer_normalizers):
       layers.extend(hidden)
       layers.extend(normalizers)
-      layers.extend(cells)
-    return layers + [self._policy_head, self._value_head]
+    return layers + self._lstm_cells + [self._policy_head, self._value_head]
 
   @property
   def variables(self) -> Sequence[tf.Variable]:
@@ -288,11 +290,11 @@ class ContinuousControlAgent(tf.Module):
     """The zero recurrent state for `batch_size` sequences.
 
     `()` without LSTM; else one `(h, c)` pair of `[batch_size, units]` zeros
-    per LSTM layer, the policy stack's layers before the value stack's.
+    per LSTM layer.
     """
     return tuple((tf.zeros([batch_size, cell.units]),
                   tf.zeros([batch_size, cell.units]))
-                 for cells in self._lstm_cells for cell in cells)
+                 for cell in self._lstm_cells)
 
   def update_observation_normalization_statistics(
       self, observations: tf.Tensor) -> None:
@@ -306,7 +308,7 @@ class ContinuousControlAgent(tf.Module):
         tf.cast(observations, tf.float32))
 
   def preprocess_observations(self, observations: tf.Tensor) -> tf.Tensor:
-    """What the torsos see of `observations` (`[..., size]`, same shape).
+    """What the network sees of `observations` (`[..., size]`, same shape).
 
     Normalization, then the clipping and the correction when configured.
     """
@@ -326,7 +328,7 @@ class ContinuousControlAgent(tf.Module):
     Args:
       input_: `(prev_actions, env_outputs)`; `prev_actions` is not used.
       core_state: The recurrent state before the (first) step, as returned
-        by `initial_state` or a previous call.
+        by `initial_state` or a previous call (lists in its place work too).
       unroll: Whether the inputs are time-major unrolls.
       is_training: Whether this is a training call. The first call creates
         the observation statistics; it may be a training step
@@ -349,7 +351,25 @@ class ContinuousControlAgent(tf.Module):
                              training_unroll=is_training and unroll)
       return common_networks.apply_step_or_unroll(
           common_networks.torso_core_head(self._torso, self._core, self._head),
-          prev_actions, env_outputs, tuple(core_state), unroll)
+          prev_actions, env_outputs, self._core_state(core_state), unroll)
+
+  def _core_state(self, core_state: Any) -> Tuple:
+    """`core_state` as a tuple; with LSTM, `((h, c), ...)` per layer.
+
+    Lists are accepted as well, such as the `[[h, c], ...]` that Keras'
+    `StackedRNNCells.get_initial_state` returns.
+    """
+    if not self._num_layers_rnn:
+      return tuple(core_state)
+    pairs = tuple(tuple(pair) for pair in core_state)
+    if (len(pairs) != self._num_layers_rnn or
+        any(len(pair) != 2 for pair in pairs)):
+      raise ValueError(
+          'ContinuousControlAgent: core_state must hold one (h, c) pair per '
+          f'LSTM layer ({self._num_layers_rnn}), as initial_state(batch_size) '
+          f'returns; got {len(pairs)} entries of lengths '
+          f'{[len(pair) for pair in pairs]}')
+    return pairs
 
   def _create_variables(self, observation: Any, training_unroll: bool) -> None:
     """Creates the statistics and the std vector at the first call.
@@ -380,51 +400,43 @@ class ContinuousControlAgent(tf.Module):
           tf.zeros([self._num_policy_outputs]), trainable=True,
           name='std_parameters', aggregation=tf.VariableAggregation.MEAN)
 
-  def _torso(self, unused_prev_actions: Any,
-             env_outputs: Any) -> Tuple[tf.Tensor, ...]:
-    """Features of each torso for `[N, ...]` inputs."""
+  def _torso(self, unused_prev_actions: Any, env_outputs: Any) -> tf.Tensor:
+    """The LSTM stack's input for `[N, ...]` inputs: the shared MLP's
+    features with `shared`, else the preprocessed observations."""
     observation = self.preprocess_observations(env_outputs.observation)
     flat_size = int(np.prod(observation.shape[1:]))
     x = tf.reshape(observation, [-1, flat_size])
-    features = []
-    for hidden, normalizers in zip(self._hidden_layers,
-                                   self._layer_normalizers):
-      y = x
-      for i, layer in enumerate(hidden):
-        output = layer(normalizers[i](y) if normalizers else y)
-        y = y + output if self._residual_connections and i > 0 else output
-      features.append(y)
-    return tuple(features)
+    return self._mlp(0, x) if self._shared else x
 
-  def _core(self, features: Tuple[tf.Tensor, ...], done: tf.Tensor,
-            core_state: Tuple) -> Tuple[Tuple[tf.Tensor, ...], Tuple]:
-    """Runs each torso's LSTM stack over time (`[T, B, ...]` features)."""
+  def _mlp(self, index: int, x: tf.Tensor) -> tf.Tensor:
+    """Applies the hidden layers of MLP `index` (0: policy or shared)."""
+    normalizers = self._layer_normalizers[index]
+    for i, layer in enumerate(self._hidden_layers[index]):
+      output = layer(normalizers[i](x) if normalizers else x)
+      x = x + output if self._residual_connections and i > 0 else output
+    return x
+
+  def _core(self, features: tf.Tensor, done: tf.Tensor,
+            core_state: Tuple) -> Tuple[tf.Tensor, Tuple]:
+    """Runs the LSTM stack over time (`[T, B, ...]` features)."""
     if not self._num_layers_rnn:
       return features, core_state
-    num_layers = self._num_layers_rnn
-    stack_steps = [common_networks.lstm_stack_step(cells)
-                   for cells in self._lstm_cells]
-
-    def step(inputs, state):
-      outputs, new_state = [], []
-      for i, (stack_step, x) in enumerate(zip(stack_steps, inputs)):
-        output, stack_state = stack_step(
-            x, state[i * num_layers:(i + 1) * num_layers])
-        outputs.append(output)
-        new_state.extend(stack_state)
-      return tuple(outputs), tuple(new_state)
-
     return common_networks.unroll_recurrent(
-        step, features, done, core_state,
-        self.initial_state(tf.shape(done)[1]))
+        common_networks.lstm_stack_step(self._lstm_cells), features, done,
+        core_state, self.initial_state(tf.shape(done)[1]))
 
-  def _head(self, features: Tuple[tf.Tensor, ...]) -> AgentOutput:
-    """Distribution parameters, sampled actions and baselines (`[N, ...]`)."""
-    policy_logits = self._policy_head(features[0])
+  def _head(self, features: tf.Tensor) -> AgentOutput:
+    """Distribution parameters, sampled actions and baselines (`[N, ...]`).
+
+    Without `shared`, the policy and value MLPs come first.
+    """
+    policy_features = features if self._shared else self._mlp(0, features)
+    value_features = features if self._shared else self._mlp(-1, features)
+    policy_logits = self._policy_head(policy_features)
     if self._std_independent_of_input:
       raw_scales = tf.broadcast_to(self.std_parameters,
                                    tf.shape(policy_logits))
       policy_logits = tf.concat([policy_logits, raw_scales], axis=-1)
-    baseline = tf.squeeze(self._value_head(features[-1]), axis=-1)
+    baseline = tf.squeeze(self._value_head(value_features), axis=-1)
     action = self._parametric_action_distribution(policy_logits).sample()
     return AgentOutput(action, policy_logits, baseline)

@@ -209,8 +209,8 @@ def test_configuration_runs(strategy, name):
 
   results = tf.function(
       lambda: strategy.run(replica_fn, (observations, done)))()
-  state_shapes = [[local_batch, 8]] * 2 * (1 if 'shared' in name else 2) * (
-      CONFIGS[name]().get('num_layers_rnn', 0))
+  state_shapes = [[local_batch, 8]] * 2 * CONFIGS[name]().get(
+      'num_layers_rnn', 0)
   for unrolled, final_state, step, step_state, missing, finite in zip(
       *[_local(strategy, r) for r in results]):
     assert unrolled.action.shape == [time_steps, local_batch, NUM_ACTIONS]
@@ -234,8 +234,44 @@ def test_initial_state():
   assert len(state) == 2 and all(len(pair) == 2 for pair in state)
   assert all(t.shape == [3, 5] and not np.any(t)
              for t in tf.nest.flatten(state))
-  # One stack per torso when they are separate.
-  assert len(_agent(num_layers_rnn=2).initial_state(3)) == 4
+  # One stack, also when the MLPs are separate.
+  assert len(_agent(num_layers_rnn=2).initial_state(3)) == 2
+
+
+@pytest.mark.parametrize('shared', [False, True])
+def test_lstm_stack_sits_between_the_shared_and_the_separate_mlps(shared):
+  """As in the original: observations (-> shared MLP) -> LSTM stack ->
+  (policy and value MLPs ->) heads, with a Keras StackedRNNCells state."""
+  agent = _agent(num_layers_rnn=2, shared=shared, num_units_rnn=5,
+                 num_layers_policy=2, num_layers_value=1, num_units_policy=7,
+                 num_units_value=6)
+  _build(agent)
+  # pylint: disable=protected-access
+  first_lstm, second_lstm = agent._lstm_cells
+  lstm_input_size = 7 if shared else OBS_SIZE
+  assert first_lstm.kernel.shape == (lstm_input_size, 4 * 5)
+  assert second_lstm.kernel.shape == (5, 4 * 5)
+  if shared:
+    assert agent._hidden_layers[0][0].kernel.shape == (OBS_SIZE, 7)
+    assert agent._policy_head.kernel.shape == (5, 2 * NUM_ACTIONS)
+    assert agent._value_head.kernel.shape == (5, 1)
+  else:
+    assert agent._hidden_layers[0][0].kernel.shape == (5, 7)  # Policy MLP.
+    assert agent._hidden_layers[1][0].kernel.shape == (5, 6)  # Value MLP.
+    assert agent._policy_head.kernel.shape == (7, 2 * NUM_ACTIONS)
+    assert agent._value_head.kernel.shape == (6, 1)
+  # pylint: enable=protected-access
+  stacked = tf.keras.layers.StackedRNNCells(
+      [tf.keras.layers.LSTMCell(5), tf.keras.layers.LSTMCell(5)])
+  keras_state = stacked.get_initial_state(batch_size=4)  # [[h, c], [h, c]]
+  inputs = _inputs(_observations(3, 4, seed=2))
+  outputs, state = agent(inputs, keras_state, unroll=True)
+  expected, expected_state = agent(inputs, agent.initial_state(4), unroll=True)
+  np.testing.assert_allclose(outputs.baseline, expected.baseline)
+  assert [t.shape for t in tf.nest.flatten(state)] == [(4, 5)] * 4
+  tf.nest.map_structure(np.testing.assert_allclose, state, expected_state)
+  with pytest.raises(ValueError, match=r'one \(h, c\) pair per LSTM layer \(2\)'):
+    agent(inputs, keras_state[:1], unroll=True)
 
 
 @pytest.mark.parametrize('shared', [False, True])
