@@ -147,7 +147,8 @@ class ContinuousControlAgent(tf.Module):
       num_units_rnn: Units of every LSTM layer.
       layer_normalizer: None, or a class or zero-argument function returning a
         normalization layer (e.g. `tf.keras.layers.LayerNormalization`); each
-        hidden layer gets its own one, applied to the layer's input.
+        hidden layer and each head gets its own one, applied to its input
+        (with `shared`, both heads read their shared input through one).
       shared: Whether policy and value heads read one MLP, before the LSTM
         stack, instead of one MLP each, after it.
       residual_connections: Whether each hidden layer but the first adds its
@@ -237,6 +238,12 @@ class ContinuousControlAgent(tf.Module):
                   else last_kernel_init_value)
     self._num_policy_outputs = (param_size // 2 if std_independent_of_input
                                 else param_size)
+    # The heads' input normalization; with `shared` one serves both heads.
+    self._head_normalizers = []
+    if layer_normalizer is not None:
+      self._head_normalizers = [layer_normalizer()]
+      if not shared:
+        self._head_normalizers.append(layer_normalizer())
     self._policy_head = tf.keras.layers.Dense(
         self._num_policy_outputs,
         kernel_initializer=_fresh_initializer(
@@ -256,7 +263,8 @@ class ContinuousControlAgent(tf.Module):
                                    self._layer_normalizers):
       layers.extend(hidden)
       layers.extend(normalizers)
-    return layers + self._lstm_cells + [self._policy_head, self._value_head]
+    return (layers + self._lstm_cells + self._head_normalizers +
+            [self._policy_head, self._value_head])
 
   @property
   def variables(self) -> Sequence[tf.Variable]:
@@ -432,6 +440,9 @@ class ContinuousControlAgent(tf.Module):
     """
     policy_features = features if self._shared else self._mlp(0, features)
     value_features = features if self._shared else self._mlp(-1, features)
+    if self._head_normalizers:
+      policy_features = self._head_normalizers[0](policy_features)
+      value_features = self._head_normalizers[-1](value_features)
     policy_logits = self._policy_head(policy_features)
     if self._std_independent_of_input:
       raw_scales = tf.broadcast_to(self.std_parameters,

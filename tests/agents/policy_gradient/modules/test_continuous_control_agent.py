@@ -517,7 +517,27 @@ def test_layer_normalizer(layer_norm):
   # Layer normalization of the first layer's input ignores the input scale.
   assert (difference < 1e-4) if layer_norm else (difference > 1e-2)
   num_normalizers = sum('gamma' in v.name for v in agent.variables)
-  assert num_normalizers == (6 if layer_norm else 0)
+  # One per hidden layer (3 + 3) and one per head, as in the original.
+  assert num_normalizers == (8 if layer_norm else 0)
+
+
+@pytest.mark.parametrize('shared', [False, True])
+def test_layer_normalizer_normalizes_the_heads_inputs(shared):
+  """Without hidden layers the heads read the observations themselves:
+  normalized, their outputs ignore the observations' scale."""
+  agent = _agent(layer_normalizer=tf.keras.layers.LayerNormalization,
+                 num_layers_policy=0, num_layers_value=0, shared=shared)
+  _build(agent)
+  observations = _observations(4, scale=10.)
+  outputs, _ = agent(_inputs(observations), ())
+  scaled_outputs, _ = agent(_inputs(10. * observations), ())
+  np.testing.assert_allclose(scaled_outputs.baseline, outputs.baseline,
+                             atol=1e-4)
+  np.testing.assert_allclose(scaled_outputs.policy_logits,
+                             outputs.policy_logits, atol=1e-4)
+  # With shared inputs the two heads share their normalization too.
+  num_normalizers = sum('gamma' in v.name for v in agent.variables)
+  assert num_normalizers == (1 if shared else 2)
 
 
 def test_layer_normalizer_instance_is_refused():
