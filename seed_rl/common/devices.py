@@ -21,7 +21,7 @@ def _identity(value, *unused_args):
   return value
 
 
-def _learner_devices() -> Tuple[str, List[str]]:
+def learner_devices() -> Tuple[str, List[str]]:
   """(device type, device names) the learner computes on.
 
   All visible GPUs; without a GPU all logical CPU devices (normally one; a user who split the
@@ -32,6 +32,13 @@ def _learner_devices() -> Tuple[str, List[str]]:
   if gpus:
     return 'GPU', [d.name for d in gpus]
   return 'CPU', [d.name for d in tf.config.list_logical_devices('CPU')]
+
+
+def strategy_over(devices: List[str]) -> tf.distribute.Strategy:
+  """MirroredStrategy over `devices`, or OneDeviceStrategy when there is one."""
+  if len(devices) > 1:
+    return tf.distribute.MirroredStrategy(devices)
+  return tf.distribute.OneDeviceStrategy(devices[0])
 
 
 def init_learner(num_training_tpus: int = 1) -> Settings:
@@ -50,10 +57,7 @@ def init_learner(num_training_tpus: int = 1) -> Settings:
     raise ValueError(f'num_training_tpus={num_training_tpus}: TPU learners are not supported '
                      'yet; the learner uses all visible GPUs, or the CPU.')
   tf.device('/cpu').__enter__()  # Default placement for everything not under a strategy.
-  device_type, devices = _learner_devices()
-  if len(devices) > 1:
-    strategy = tf.distribute.MirroredStrategy(devices)
-  else:
-    strategy = tf.distribute.OneDeviceStrategy(devices[0])
+  device_type, devices = learner_devices()
+  strategy = strategy_over(devices)
   logging.info('Learner uses %d %s device(s): %s', len(devices), device_type, devices)
   return Settings(strategy, devices, strategy, _identity, _identity)

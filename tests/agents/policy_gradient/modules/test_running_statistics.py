@@ -15,17 +15,17 @@ from seed_rl.agents.policy_gradient.modules import running_statistics as rs
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))))
 
-# Defines `strategy` (MirroredStrategy over two logical CPUs) and
+# Defines `strategy` (MirroredStrategy over the CPU split in two) and
 # `on_replicas(fn, parts)`, which runs `fn(part)` on replica i with
 # `parts[i]` inside one tf.function and returns the per-replica results.
 _TWO_REPLICA_PRELUDE = r'''
 import json
 import numpy as np
 import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+from seed_rl.agents.policy_gradient.modules import test_utils
+test_utils.simulate_two_devices()
+strategy = test_utils.create_distribution_strategy(use_tpu=False)
+assert isinstance(strategy, tf.distribute.MirroredStrategy), strategy
 assert strategy.num_replicas_in_sync == 2
 
 
@@ -363,7 +363,7 @@ factories = [
 ]
 results = {}
 for name, factory in factories:
-  strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+  strategy = test_utils.create_distribution_strategy(use_tpu=False)
   tracker = factory()
   with strategy.scope():
     tracker.init(10)
