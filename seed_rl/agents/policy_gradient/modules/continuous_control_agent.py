@@ -112,10 +112,10 @@ class ContinuousControlAgent(tf.Module):
       observation_normalizer: Optional[
           input_normalization.InputNormalization] = None,
       num_layers_policy: int = 3,
-      num_layers_value: int = 3,
+      num_layers_value: Optional[int] = 3,
       num_layers_rnn: int = 0,
       num_units_policy: int = 256,
-      num_units_value: int = 256,
+      num_units_value: Optional[int] = 256,
       num_units_rnn: int = 256,
       layer_normalizer: Optional[Callable[[], Callable]] = None,
       shared: bool = False,
@@ -138,12 +138,13 @@ class ContinuousControlAgent(tf.Module):
         normalizes with the fixed mean 0 and std 1 (the identity).
       num_layers_policy: Hidden layers of the policy MLP (of the shared MLP
         when `shared`).
-      num_layers_value: Hidden layers of the value MLP (unused when
-        `shared`).
+      num_layers_value: Hidden layers of the value MLP; None or 0 means
+        `num_layers_policy`. With `shared` it must equal `num_layers_policy`.
       num_layers_rnn: LSTM layers of the stack between the shared MLP (or
         the observations) and the heads' MLPs (0: feed-forward).
       num_units_policy: Width of the policy (or shared) MLP.
-      num_units_value: Width of the value MLP (unused when `shared`).
+      num_units_value: Width of the value MLP; None or 0 means
+        `num_units_policy`. With `shared` it must equal `num_units_policy`.
       num_units_rnn: Units of every LSTM layer.
       layer_normalizer: None, or a class or zero-argument function returning a
         normalization layer (e.g. `tf.keras.layers.LayerNormalization`); each
@@ -190,6 +191,15 @@ class ContinuousControlAgent(tf.Module):
       raise ValueError('layer_normalizer must create a layer per hidden layer '
                        '(a class or function), not be a layer instance: got '
                        f'{layer_normalizer!r}')
+    num_layers_value = num_layers_value or num_layers_policy
+    num_units_value = num_units_value or num_units_policy
+    if shared and (num_layers_value, num_units_value) != (num_layers_policy,
+                                                          num_units_policy):
+      raise ValueError(
+          'shared=True: policy and value read one MLP, so num_layers_value '
+          f'({num_layers_value}) and num_units_value ({num_units_value}) must '
+          f'equal num_layers_policy ({num_layers_policy}) and num_units_policy '
+          f'({num_units_policy}); set them equal (or None)')
     for name, value in [('num_layers_policy', num_layers_policy),
                         ('num_layers_value', num_layers_value),
                         ('num_layers_rnn', num_layers_rnn)]:
@@ -361,14 +371,15 @@ class ContinuousControlAgent(tf.Module):
           common_networks.torso_core_head(self._torso, self._core, self._head),
           prev_actions, env_outputs, self._core_state(core_state), unroll)
 
-  def _core_state(self, core_state: Any) -> Tuple:
-    """`core_state` as a tuple; with LSTM, `((h, c), ...)` per layer.
+  def _core_state(self, core_state: Any) -> Any:
+    """With LSTM, `core_state` as `((h, c), ...)`, one pair per layer.
 
     Lists are accepted as well, such as the `[[h, c], ...]` that Keras'
-    `StackedRNNCells.get_initial_state` returns.
+    `StackedRNNCells.get_initial_state` returns. Without LSTM the state is
+    not used and passed through as it is (any structure, a tensor too).
     """
     if not self._num_layers_rnn:
-      return tuple(core_state)
+      return core_state
     pairs = tuple(tuple(pair) for pair in core_state)
     if (len(pairs) != self._num_layers_rnn or
         any(len(pair) != 2 for pair in pairs)):
@@ -425,7 +436,7 @@ class ContinuousControlAgent(tf.Module):
     return x
 
   def _core(self, features: tf.Tensor, done: tf.Tensor,
-            core_state: Tuple) -> Tuple[tf.Tensor, Tuple]:
+            core_state: Any) -> Tuple[tf.Tensor, Any]:
     """Runs the LSTM stack over time (`[T, B, ...]` features)."""
     if not self._num_layers_rnn:
       return features, core_state

@@ -238,13 +238,49 @@ def test_initial_state():
   assert len(_agent(num_layers_rnn=2).initial_state(3)) == 2
 
 
+@pytest.mark.parametrize('value_mlp', [dict(num_layers_value=2),
+                                       dict(num_units_value=6)])
+def test_shared_mlp_refuses_other_value_mlp_settings(value_mlp):
+  """As the original's: with shared=True the value MLP is the policy's."""
+  with pytest.raises(ValueError, match='shared=True.*must equal'):
+    _agent(shared=True, num_layers_policy=3, num_units_policy=8, **value_mlp)
+
+
+def test_value_mlp_settings_of_none_take_the_policy_mlp_settings():
+  for shared in (False, True):
+    agent = _agent(shared=shared, num_layers_policy=2, num_units_policy=7,
+                   num_layers_value=None, num_units_value=None)
+    _build(agent)
+    # pylint: disable=protected-access
+    assert [[layer.kernel.shape[1] for layer in mlp]
+            for mlp in agent._hidden_layers] == [[7, 7]] * (1 if shared else 2)
+
+
+def test_without_lstm_a_tensor_state_passes_through_a_tf_function():
+  """As the original's PPO test does: a feed-forward agent given a `[B, 64]`
+  tensor as its state, inside the training step's tf.function."""
+  agent = _agent()
+  _build(agent)
+  state = tf.reshape(tf.range(2 * 64, dtype=tf.float32), [2, 64])
+  inputs = _inputs(_observations(3, 2))
+
+  @tf.function
+  def unroll(state):
+    return agent(inputs, state, unroll=True, is_training=True)
+
+  outputs, new_state = unroll(state)
+  assert outputs.baseline.shape == (3, 2)
+  np.testing.assert_array_equal(new_state, state)
+
+
 @pytest.mark.parametrize('shared', [False, True])
 def test_lstm_stack_sits_between_the_shared_and_the_separate_mlps(shared):
   """As in the original: observations (-> shared MLP) -> LSTM stack ->
   (policy and value MLPs ->) heads, with a Keras StackedRNNCells state."""
+  value_mlp = dict(num_layers_value=2, num_units_value=7) if shared else dict(
+      num_layers_value=1, num_units_value=6)
   agent = _agent(num_layers_rnn=2, shared=shared, num_units_rnn=5,
-                 num_layers_policy=2, num_layers_value=1, num_units_policy=7,
-                 num_units_value=6)
+                 num_layers_policy=2, num_units_policy=7, **value_mlp)
   _build(agent)
   # pylint: disable=protected-access
   first_lstm, second_lstm = agent._lstm_cells
