@@ -42,6 +42,10 @@ CHECKOUT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = CHECKOUT / 'seed_rl'
 #: Where the original's test-support modules that this checkout lacks are copied, inside DIR.
 SUPPORT_PACKAGE = 'original_support'
+#: Where the tests are copied, inside DIR. pytest names a test module after its path below DIR
+#: (`original_tests.grpc.python.ops_test`): without this prefix the module `grpc` that it
+#: registers for `grpc/python/ops_test.py` would hide grpcio.
+TESTS_PACKAGE = 'original_tests'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +201,7 @@ def copy_tests(original: Original, out: pathlib.Path,
   applied = collections.Counter()
   written = []
   for relative_path in tests + copied_support:
-    target = out / relative_path
+    target = out / TESTS_PACKAGE / relative_path
     if relative_path in copied_support:
       target = out / SUPPORT_PACKAGE / relative_path
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -229,7 +233,7 @@ def _write_pytest_config(out: pathlib.Path, timeout_s: int) -> pathlib.Path:
 
 
 def run_pytest(out: pathlib.Path, tests: Sequence[pathlib.Path], pytest_args: Sequence[str],
-               timeout_s: int) -> Tuple[bool, Dict[str, pathlib.Path]]:
+               timeout_s: int) -> Tuple[bool, Dict[str, Optional[pathlib.Path]]]:
   """Runs pytest on each of `tests` with this checkout's seed_rl, in a process of its own.
 
   One process per file, as each test binary of the original ran: a test module may configure
@@ -237,7 +241,7 @@ def run_pytest(out: pathlib.Path, tests: Sequence[pathlib.Path], pytest_args: Se
 
   Returns:
     Whether every run succeeded (pytest's status 0, or 5: no test selected), and each test
-    file's junit XML report (where pytest wrote one).
+    file's junit XML report (None where pytest wrote none), by the file's original path.
   """
   ini = _write_pytest_config(out, timeout_s)
   environment = dict(os.environ)
@@ -246,16 +250,15 @@ def run_pytest(out: pathlib.Path, tests: Sequence[pathlib.Path], pytest_args: Se
   succeeded = True
   reports = {}
   for index, test in enumerate(tests):
-    name = test.relative_to(out).as_posix()
+    name = test.relative_to(out / TESTS_PACKAGE).as_posix()
     report = out / 'reports' / f'{index:03d}.xml'
     print(f'\n=== {name} ===', flush=True)
     command = [sys.executable, '-m', 'pytest', '-c', str(ini), '--rootdir', str(out),
                '--import-mode=importlib', '-p', 'no:cacheprovider', '--junitxml', str(report),
-               *pytest_args, name]
+               *pytest_args, str(test.relative_to(out))]
     status = subprocess.run(command, cwd=out, env=environment, check=False).returncode
     succeeded = succeeded and status in (0, 5)
-    if report.is_file():
-      reports[name] = report
+    reports[name] = report if report.is_file() else None
   return succeeded, reports
 
 
@@ -285,7 +288,7 @@ def read_report(test_file: str,
                 report: pathlib.Path) -> Tuple[Outcome, List[Tuple[str, str]]]:
   """The counts of one test file's report, and (pytest's test id, message line) of each
   failure."""
-  module = test_file[:-len('.py')].replace('/', '.')
+  module = f'{TESTS_PACKAGE}.{test_file[:-len(".py")].replace("/", ".")}'
   outcome = Outcome()
   failures = []
   for case in ElementTree.parse(report).getroot().iter('testcase'):
@@ -306,8 +309,8 @@ def read_report(test_file: str,
   return outcome, failures
 
 
-def print_summary(tests: Sequence[str], reports: Dict[str, pathlib.Path],
-                  applied: Dict[str, int], copied_support: Sequence[str]) -> Outcome:
+def print_summary(reports: Dict[str, Optional[pathlib.Path]], applied: Dict[str, int],
+                  copied_support: Sequence[str]) -> Outcome:
   """Prints the rewrites, the counts per file and every failure; returns the totals."""
   print('\n=== Original tests against this checkout ===')
   for name, count in sorted(applied.items()):
@@ -317,13 +320,13 @@ def print_summary(tests: Sequence[str], reports: Dict[str, pathlib.Path],
   print(f'\n{"passed":>7} {"failed":>7} {"skipped":>7}  file')
   total = Outcome()
   all_failures = []
-  for name in tests:
-    if name not in reports:
+  for name, report in reports.items():
+    if report is None:
       print(f'{"-":>7} {"-":>7} {"-":>7}  {name} (pytest wrote no report)')
       total.failed += 1
       all_failures.append((name, 'pytest wrote no report'))
       continue
-    outcome, failures = read_report(name, reports[name])
+    outcome, failures = read_report(name, report)
     all_failures += failures
     print(f'{outcome.passed:7d} {outcome.failed:7d} {outcome.skipped:7d}  {name}')
     total.passed += outcome.passed
@@ -374,8 +377,7 @@ def main(argv: Sequence[str]) -> int:
   try:
     tests, applied, copied_support = copy_tests(original, out, args.fix_libraries)
     succeeded, reports = run_pytest(out, tests, pytest_args, args.timeout)
-    print_summary([t.relative_to(out).as_posix() for t in tests], reports, applied,
-                  copied_support)
+    print_summary(reports, applied, copied_support)
     return 0 if succeeded else 1
   finally:
     if args.out is None:

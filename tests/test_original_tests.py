@@ -22,15 +22,20 @@ pytestmark = pytest.mark.timeout(120)
 FAKE_ORIGINAL = {
     'atari/imports_test.py': '''
         import seed_rl.atari
-        from seed_rl.grpc.python import ops
 
-        def test_environment_and_grpc_paths():
+        def test_environment_path():
           assert seed_rl.atari.__name__ == 'seed_rl.environments.atari'
-          assert ops.__name__ == 'seed_rl.grpc'
 
         if __name__ == '__main__':  # Not run by pytest; the script rewrites the first line.
           tf.enable_v2_behavior()
           tf.test.main()
+        ''',
+    # A test below a directory named grpc: the module pytest names after it must not hide grpcio.
+    'grpc/python/ops_test.py': '''
+        from seed_rl.grpc.python import ops
+
+        def test_grpc_path():
+          assert ops.__name__ == 'seed_rl.grpc' and ops.Client
         ''',
     'common/flags_test.py': '''
         from absl import flags
@@ -131,8 +136,9 @@ def test_without_library_fixes(original_git_dir, tmp_path):
       'common/flags_test.py': (1, 1, 0),
       'common/libraries_test.py': (0, 2, 1),
       'dmlab/missing_test.py': (0, 1, 0),
-      'total': (3, 4, 1)}, result.stdout[-3000:]
-  assert 'passed 3, failed 4, skipped 1' in result.stdout
+      'grpc/python/ops_test.py': (1, 0, 0),
+      'total': (4, 4, 1)}, result.stdout[-3000:]
+  assert 'passed 4, failed 4, skipped 1' in result.stdout
   assert ("dmlab/missing_test.py: ModuleNotFoundError: No module named "
           "'a_library_not_installed_here'") in result.stdout
   assert ('common/flags_test.py::test_failing: ValueError: a failure the summary names'
@@ -144,10 +150,11 @@ def test_without_library_fixes(original_git_dir, tmp_path):
   assert not (out / 'original_support/agents/policy_gradient').exists()
   assert 'test support from the original (this checkout has none): agents/fake/test_utils.py' in (
       result.stdout)
-  rewritten = (out / 'atari/imports_test.py').read_text()
-  assert 'from seed_rl import grpc as ops' in rewritten
+  tests = out / 'original_tests'
+  assert 'from seed_rl import grpc as ops' in (tests / 'grpc/python/ops_test.py').read_text()
+  rewritten = (tests / 'atari/imports_test.py').read_text()
   assert 'enable_v2_behavior' not in rewritten and '  pass\n' in rewritten
-  assert 'np.bool8' in (out / 'common/libraries_test.py').read_text()  # Left as it was.
+  assert 'np.bool8' in (tests / 'common/libraries_test.py').read_text()  # Left as it was.
 
 
 def test_with_library_fixes_from_a_checkout(original_git_dir, tmp_path):
@@ -157,7 +164,7 @@ def test_with_library_fixes_from_a_checkout(original_git_dir, tmp_path):
   assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
   rows = _summary_rows(result.stdout)
   assert rows['common/libraries_test.py'] == (2, 0, 1), result.stdout[-3000:]
-  assert rows['total'] == (5, 2, 1)
+  assert rows['total'] == (6, 2, 1)
   assert 'rewrite: numpy 2: np.bool8 -> np.bool_ (1x)' in result.stdout
 
 
