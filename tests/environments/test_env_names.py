@@ -1,6 +1,7 @@
 """seed_rl.environments.env_names: the environment names of the entry points, checked against
 what each environment module accepts, without creating an environment."""
 
+import sys
 import types
 
 import pytest
@@ -97,6 +98,9 @@ def test_football_scenarios_are_read_from_the_installed_package_files(tmp_path, 
   for name in ('__init__', '11_vs_11_easy_stochastic', 'academy_empty_goal_close'):
     (scenarios / f'{name}.py').write_text('')
   monkeypatch.syspath_prepend(str(tmp_path))
+  # A gfootball another test imported would be found first (find_spec reads sys.modules).
+  for name in [name for name in sys.modules if name.split('.')[0] == 'gfootball']:
+    monkeypatch.delitem(sys.modules, name)
   env_names.football_scenarios.cache_clear()
   try:
     assert env_names.football_scenarios() == ('11_vs_11_easy_stochastic',
