@@ -567,10 +567,11 @@ def test_layer_normalizer_normalizes_the_heads_inputs(shared):
   observations = _observations(4, scale=10.)
   outputs, _ = agent(_inputs(observations), ())
   scaled_outputs, _ = agent(_inputs(10. * observations), ())
+  # Up to LayerNormalization's epsilon, which weighs a little more at the smaller scale.
   np.testing.assert_allclose(scaled_outputs.baseline, outputs.baseline,
-                             atol=1e-4)
+                             atol=1e-3)
   np.testing.assert_allclose(scaled_outputs.policy_logits,
-                             outputs.policy_logits, atol=1e-4)
+                             outputs.policy_logits, atol=1e-3)
   # With shared inputs the two heads share their normalization too.
   num_normalizers = sum('gamma' in v.name for v in agent.variables)
   assert num_normalizers == (1 if shared else 2)
