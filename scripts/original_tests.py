@@ -27,6 +27,7 @@ needs git (for a bare directory) and pytest, and no network.
 import argparse
 import collections
 import dataclasses
+import fnmatch
 import os
 import pathlib
 import re
@@ -53,17 +54,21 @@ class Rewrite(object):
   """One textual change to the copied files: `pattern` (a regex, multiline) -> `replacement`.
 
   `helper`, when set, is Python code inserted after the file's imports the first time the
-  rewrite applies to it (a function the replacement calls).
+  rewrite applies to it (a function the replacement calls). `paths`, when set, are the only
+  files (fnmatch patterns of the original's paths) it applies to.
   """
   name: str
   pattern: str
   replacement: str
   helper: Optional[str] = None
+  paths: Tuple[str, ...] = ()
 
-  def apply(self, text: str) -> Tuple[str, int]:
+  def apply(self, text: str, relative_path: str = '') -> Tuple[str, int]:
     """The rewritten text and how many places changed."""
+    if self.paths and not any(fnmatch.fnmatch(relative_path, p) for p in self.paths):
+      return text, 0
     text, count = re.subn(self.pattern, self.replacement, text, flags=re.MULTILINE)
-    if count and self.helper and self.helper not in text:
+    if count and self.helper and self.helper.strip() not in text:
       text = _insert_after_imports(text, self.helper)
     return text, count
 
@@ -88,6 +93,29 @@ def _keras3_minimize(optimizer, loss, var_list):
   optimizer.apply_gradients(zip(tape.gradient(value, var_list), var_list))
 '''
 
+_KERAS_LSTM_CELL_HELPER = '''
+_KERAS3_LSTM_CELLS = {}
+
+
+def _keras3_lstm_cell(units, **kwargs):
+  """tf.keras.layers.LSTMCell(units, **kwargs), made at the first call and reused after.
+
+  Keras 2's cell created no variable until it was built; Keras 3's creates its seed generator's
+  when constructed, which a tf.function may not do after its first trace.
+  """
+  key = (units, repr(sorted(kwargs.items())))
+  if key not in _KERAS3_LSTM_CELLS:
+    _KERAS3_LSTM_CELLS[key] = tf.keras.layers.LSTMCell(units, **kwargs)
+  return _KERAS3_LSTM_CELLS[key]
+'''
+
+_GYM_MAKE_HELPER = '''
+
+def _gym_make_unchecked(*args, **kwargs):
+  """gym.make without gym 0.25's passive env checker, which uses np.bool8 (gone in numpy 2)."""
+  return gym.make(*args, disable_env_checker=True, **kwargs)
+'''
+
 #: The tests' own uses of library APIs that today's libraries removed; only with --fix-libraries.
 LIBRARY_FIXES = (
     Rewrite('numpy 2: np.bool8 -> np.bool_', r'\bnp\.bool8\b', 'np.bool_'),
@@ -96,9 +124,15 @@ LIBRARY_FIXES = (
     Rewrite('Keras 3: RNN cell get_initial_state(batch_size=..., dtype=...) takes batch_size',
             r'\.get_initial_state\(batch_size=(\w+), dtype=[\w.]+\)',
             r'.get_initial_state(batch_size=\1)'),
+    Rewrite('Keras 3: LSTMCell(...) constructed again in a tf.function -> made once, reused',
+            r'\btf\.keras\.layers\.LSTMCell\(', '_keras3_lstm_cell(', _KERAS_LSTM_CELL_HELPER),
+    Rewrite('numpy 2: gym.make(...) -> without the env checker of gym 0.25, which uses np.bool8',
+            r'\bgym\.make\(', '_gym_make_unchecked(', _GYM_MAKE_HELPER),
+    # seed_rl's envs are Gymnasium's; gfootball's own (gym.make above) are gym 0.25's, 4 values.
     Rewrite("gymnasium: step returns 5 values (done is terminated or truncated)",
             r'^(\s*)(\w+), (\w+), done, (\w+) = (.*\.step\(.*\))[ \t]*$',
-            r'\1\2, \3, _terminated, _truncated, \4 = \5\n\1done = _terminated or _truncated'),
+            r'\1\2, \3, _terminated, _truncated, \4 = \5\n\1done = _terminated or _truncated',
+            paths=('mujoco/*',)),
 )
 
 
@@ -109,7 +143,7 @@ def _insert_after_imports(text: str, code: str) -> str:
   for index, line in enumerate(lines):
     if re.match(r'(import|from) \S', line):
       last_import = index
-  lines.insert(last_import + 1, code.rstrip('\n') + '\n\n')
+  lines.insert(last_import + 1, '\n\n' + code.strip('\n') + '\n')
   return ''.join(lines)
 
 
@@ -158,9 +192,10 @@ def _is_test_support(relative_path: str) -> bool:
   return not _is_test(relative_path) and 'test' in name
 
 
-def _rewrite(text: str, rewrites: Sequence[Rewrite], applied: Dict[str, int]) -> str:
+def _rewrite(text: str, rewrites: Sequence[Rewrite], applied: Dict[str, int],
+             relative_path: str = '') -> str:
   for rewrite in rewrites:
-    text, count = rewrite.apply(text)
+    text, count = rewrite.apply(text, relative_path)
     if count:
       applied[rewrite.name] += count
   return text
@@ -205,7 +240,7 @@ def copy_tests(original: Original, out: pathlib.Path,
     if relative_path in copied_support:
       target = out / SUPPORT_PACKAGE / relative_path
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(_rewrite(original.read(relative_path), rewrites, applied))
+    target.write_text(_rewrite(original.read(relative_path), rewrites, applied, relative_path))
     if relative_path in tests:
       written.append(target)
   return written, dict(applied), copied_support

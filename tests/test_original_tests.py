@@ -47,7 +47,8 @@ FAKE_ORIGINAL = {
         def test_failing():
           raise ValueError('a failure the summary names')
         ''',
-    'common/libraries_test.py': '''
+    # seed_rl's MuJoCo envs are Gymnasium's: --fix-libraries makes their step give 5 values.
+    'mujoco/libraries_test.py': '''
         import numpy as np
         import pytest
 
@@ -134,7 +135,7 @@ def test_without_library_fixes(original_git_dir, tmp_path):
       'agents/fake/support_test.py': (1, 0, 0),
       'atari/imports_test.py': (1, 0, 0),
       'common/flags_test.py': (1, 1, 0),
-      'common/libraries_test.py': (0, 2, 1),
+      'mujoco/libraries_test.py': (0, 2, 1),
       'dmlab/missing_test.py': (0, 1, 0),
       'grpc/python/ops_test.py': (1, 0, 0),
       'total': (4, 4, 1)}, result.stdout[-3000:]
@@ -154,7 +155,7 @@ def test_without_library_fixes(original_git_dir, tmp_path):
   assert 'from seed_rl import grpc as ops' in (tests / 'grpc/python/ops_test.py').read_text()
   rewritten = (tests / 'atari/imports_test.py').read_text()
   assert 'enable_v2_behavior' not in rewritten and '  pass\n' in rewritten
-  assert 'np.bool8' in (tests / 'common/libraries_test.py').read_text()  # Left as it was.
+  assert 'np.bool8' in (tests / 'mujoco/libraries_test.py').read_text()  # Left as it was.
 
 
 def test_with_library_fixes_from_a_checkout(original_git_dir, tmp_path):
@@ -163,7 +164,7 @@ def test_with_library_fixes_from_a_checkout(original_git_dir, tmp_path):
   result = _run(checkout, '--fix-libraries', '--', '-q')
   assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
   rows = _summary_rows(result.stdout)
-  assert rows['common/libraries_test.py'] == (2, 0, 1), result.stdout[-3000:]
+  assert rows['mujoco/libraries_test.py'] == (2, 0, 1), result.stdout[-3000:]
   assert rows['total'] == (6, 2, 1)
   assert 'rewrite: numpy 2: np.bool8 -> np.bool_ (1x)' in result.stdout
 
@@ -205,8 +206,45 @@ def test_keras_minimize_fix_trains_with_a_keras_3_optimizer():
   assert float(namespace['x'].numpy()) == pytest.approx(3. - 0.25 * 6.)
 
 
-def test_rnn_initial_state_fix_keeps_the_batch_size():
-  script = _script_module()
-  fix = next(f for f in script.LIBRARY_FIXES if 'get_initial_state' in f.name)
+def _library_fix(name_part: str):
+  return next(f for f in _script_module().LIBRARY_FIXES if name_part in f.name)
+
+
+def test_keras_lstm_cell_fix_lets_a_tf_function_make_one():
+  """Keras 3's LSTMCell creates a variable when constructed: a tf.function that constructs one
+  (as the original's tests do for an initial state) fails unless it is made only once."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  source = textwrap.dedent('''
+      import tensorflow as tf
+
+      @tf.function
+      def initial_state(batch_size):
+        cell = tf.keras.layers.LSTMCell(4)
+        return cell.get_initial_state(batch_size=batch_size)
+      ''')
+  fix = _library_fix('LSTMCell')
+  for text, works in ((source, False), (fix.apply(source)[0], True)):
+    namespace = {}
+    exec(compile(text, 'snippet', 'exec'), namespace)  # pylint: disable=exec-used
+    if not works:
+      with pytest.raises(ValueError, match='singleton tf.Variables'):
+        namespace['initial_state'](tf.constant(2))
+      continue
+    state = namespace['initial_state'](tf.constant(2))
+    assert [t.shape for t in state] == [(2, 4), (2, 4)] and not any(tf.reduce_any(
+        t != 0) for t in state)
+
+
+def test_rnn_initial_state_and_gym_fixes():
+  fix = _library_fix('get_initial_state')
   assert fix.apply('rnn.get_initial_state(batch_size=batch_size, dtype=tf.float32)') == (
       'rnn.get_initial_state(batch_size=batch_size)', 1)
+  text, count = _library_fix('gym.make').apply('import gym\nenv = gym.make("Pong", a=1)\n')
+  assert count == 1 and 'env = _gym_make_unchecked("Pong", a=1)' in text
+  assert 'gym.make(*args, disable_env_checker=True, **kwargs)' in text
+  # gfootball's envs are gym 0.25's (4 values): the step fix is for seed_rl's MuJoCo envs only.
+  step = 'obs, _, done, _ = env.step(0)\n'
+  fix = _library_fix('5 values')
+  assert fix.apply(step, 'football/observation_test.py') == (step, 0)
+  assert fix.apply(step, 'mujoco/environment_test.py') == (
+      'obs, _, _terminated, _truncated, _ = env.step(0)\ndone = _terminated or _truncated\n', 1)
