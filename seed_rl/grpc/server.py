@@ -249,8 +249,9 @@ class _Run:
   def finish(self) -> None:
     """Answers every call, waiting or to come, and every Init with the training-finished status;
     so do executions that end from now on, instead of their results."""
-    self.finished = True
     self._end(errors.OUT_OF_RANGE, errors.TRAINING_FINISHED)
+    # Last: executions that see it hand out the response `_end` has set.
+    self.finished = True
 
   def wait_for_clients_to_leave(self, timeout: float) -> bool:
     """Waits up to `timeout` seconds until no client stream is open; True if none is."""

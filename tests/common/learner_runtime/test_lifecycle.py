@@ -72,25 +72,36 @@ def test_a_closed_queue_without_a_stop_request_is_an_error():
 
 
 
-def _serve_and_train_with_a_waiting_caller(tmp_path, budget_steps: int,
-                                           stop_requested: threading.Event):
-  """Runs `serve_and_train` for `budget_steps` training steps (or until `stop_requested`) while
-  a client's call waits for a batch that never fills; returns the error that the call got and
-  the seconds serving took to end after the last training step."""
+def _serve_and_train_with_a_caller(tmp_path, budget_steps: int,
+                                   stop_requested: threading.Event, between_calls: bool = False):
+  """Runs `serve_and_train` for `budget_steps` training steps (or until `stop_requested`) with
+  one client; returns the error that its last call got and the seconds serving took to end
+  after the last training step.
+
+  The client's call waits for a batch that never fills (batches of 2 rows) or, `between_calls`,
+  the client is served (batches of 1 row) and calls again 0.3 s after the last training step,
+  as an actor stepping its environments does."""
   address = f'unix:{tmp_path}/learner.sock'
   server = grpc.Server([address])
+  rows = 1 if between_calls else 2
 
-  @tf.function(input_signature=[tf.TensorSpec([2], tf.int32)])
+  @tf.function(input_signature=[tf.TensorSpec([rows], tf.int32)])
   def inference(x):
-    return x  # Batches of 2 rows: the lone caller's row waits until serving ends.
+    return x
 
   server.bind(inference)
   got = []
+  trained = []
 
   def call():
     client = grpc.Client(address, timeout=30)
     try:
-      client.inference(np.int32(1))
+      if between_calls:
+        client.inference(np.int32([1]))
+        while len(trained) < budget_steps:
+          time.sleep(0.01)
+        time.sleep(0.3)
+      client.inference(np.int32([1]) if between_calls else np.int32(1))
     except Exception as e:  # pylint: disable=broad-except
       got.append(e)
     finally:
@@ -98,7 +109,6 @@ def _serve_and_train_with_a_waiting_caller(tmp_path, budget_steps: int,
 
   caller = threading.Thread(target=call, daemon=True)
   caller.start()
-  trained = []
 
   def train_once():
     time.sleep(0.05)
@@ -114,8 +124,11 @@ def _serve_and_train_with_a_waiting_caller(tmp_path, budget_steps: int,
   return got[0], ended_after
 
 
-def test_at_the_end_of_training_callers_hear_that_training_finished(tmp_path):
-  error, ended_after = _serve_and_train_with_a_waiting_caller(tmp_path, 20, threading.Event())
+@pytest.mark.parametrize('between_calls', [False, True])
+def test_at_the_end_of_training_callers_hear_that_training_finished(tmp_path, between_calls):
+  # A caller between two calls hears it too: the server waits for its clients to go.
+  error, ended_after = _serve_and_train_with_a_caller(tmp_path, 20, threading.Event(),
+                                                      between_calls)
   assert isinstance(error, grpc.TrainingFinishedError), repr(error)
   # The learner waited for its caller to go, not for ACTORS_LEAVE_SECS.
   assert ended_after < lifecycle.ACTORS_LEAVE_SECS
@@ -124,7 +137,7 @@ def test_at_the_end_of_training_callers_hear_that_training_finished(tmp_path):
 def test_a_stop_request_tells_callers_only_that_the_learner_went_away(tmp_path):
   stop_requested = threading.Event()
   threading.Timer(1., stop_requested.set).start()
-  error, _ = _serve_and_train_with_a_waiting_caller(tmp_path, 10**6, stop_requested)
+  error, _ = _serve_and_train_with_a_caller(tmp_path, 10**6, stop_requested)
   assert isinstance(error, tf.errors.UnavailableError), repr(error)
 
 
