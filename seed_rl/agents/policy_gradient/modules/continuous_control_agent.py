@@ -447,13 +447,20 @@ class ContinuousControlAgent(tf.Module):
   def _head(self, features: tf.Tensor) -> AgentOutput:
     """Distribution parameters, sampled actions and baselines (`[N, ...]`).
 
-    Without `shared`, the policy and value MLPs come first.
+    Without `shared`, the policy and value MLPs come first, and each head
+    normalizes its own input; with `shared` both heads read one tensor,
+    normalized once.
     """
-    policy_features = features if self._shared else self._mlp(0, features)
-    value_features = features if self._shared else self._mlp(-1, features)
-    if self._head_normalizers:
-      policy_features = self._head_normalizers[0](policy_features)
-      value_features = self._head_normalizers[-1](value_features)
+    if self._shared:
+      if self._head_normalizers:
+        features = self._head_normalizers[0](features)
+      policy_features = value_features = features
+    else:
+      policy_features = self._mlp(0, features)
+      value_features = self._mlp(-1, features)
+      if self._head_normalizers:
+        policy_features = self._head_normalizers[0](policy_features)
+        value_features = self._head_normalizers[1](value_features)
     policy_logits = self._policy_head(policy_features)
     if self._std_independent_of_input:
       raw_scales = tf.broadcast_to(self.std_parameters,

@@ -577,6 +577,33 @@ def test_layer_normalizer_normalizes_the_heads_inputs(shared):
   assert num_normalizers == (1 if shared else 2)
 
 
+class _CountingLayerNormalization(tf.keras.layers.LayerNormalization):
+  """A LayerNormalization that counts the tensors it normalizes."""
+
+  def __init__(self, **kwargs):
+    super().__init__(**kwargs)
+    self.calls = 0
+
+  def call(self, inputs):
+    self.calls += 1
+    return super().call(inputs)
+
+
+@pytest.mark.parametrize('shared', [False, True])
+def test_each_heads_input_is_normalized_once(shared):
+  """With shared inputs the heads read one tensor: it is normalized once,
+  not once per head."""
+  agent = _agent(layer_normalizer=_CountingLayerNormalization,
+                 num_layers_policy=1, num_layers_value=1, shared=shared)
+  _build(agent)
+  # pylint: disable=protected-access
+  for normalizer in agent._head_normalizers:
+    normalizer.calls = 0
+  agent(_inputs(_observations(4)), ())
+  assert [n.calls for n in agent._head_normalizers] == [1] * (1 if shared else 2)
+  # pylint: enable=protected-access
+
+
 def test_layer_normalizer_instance_is_refused():
   with pytest.raises(ValueError, match='layer instance'):
     _agent(layer_normalizer=tf.keras.layers.LayerNormalization())
