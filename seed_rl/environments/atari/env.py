@@ -24,10 +24,14 @@ Notes on ale-py 0.12 (see also `create_environment`):
   128-byte RAM is far cheaper than a 210x160 RGB screen on every frame.
 
 Importing this module defines the flags `--game`, `--max_random_noops` and
-`--sticky_actions` (and the common ones, `--num_action_repeats` among them),
-as the original's module did, so that `create_environment(task, FLAGS)` works
-once it is imported. `config` may also be any other object with the
-attributes read below. Actor-side module: no TensorFlow.
+`--sticky_actions`, as the original's module did, and `--full_action_space`
+(and the common ones, `--num_action_repeats` among them), and makes 4 the
+default of `--num_action_repeats`, so that `create_environment(task, FLAGS)`
+builds the Atari environment of the entry points once this module alone is
+imported. Only the Atari entry points (and tools that build Atari envs)
+import it: other environments keep the common default of 1. `config` may
+also be any other object with the attributes read below. Actor-side module:
+no TensorFlow.
 """
 
 import difflib
@@ -47,11 +51,17 @@ flags.DEFINE_integer('max_random_noops', 30,
                      'At most this many no-op actions start every episode.')
 flags.DEFINE_bool('sticky_actions', False,
                   'Repeat the previous action with probability 0.25 (Machado et al. 2018).')
+flags.DEFINE_bool('full_action_space', True,
+                  'Act with all 18 Atari actions (the original); false: the game\'s minimal '
+                  'set (6 for Pong, 4 for Breakout).')
 
 # Frames per agent step. The original defaulted `num_action_repeats` to 1,
 # which combined with its frame-skip-1 bug froze the observation (issue #76);
-# the paper uses 4. Atari mains use this as their flag default.
+# the IMPALA and SEED papers act every 4 frames. Set here, where the other
+# Atari flags are defined, so that importing this module alone (as the
+# original's users do) builds the same environment as the entry points.
 ATARI_DEFAULT_NUM_ACTION_REPEATS = 4
+flags.FLAGS.set_default('num_action_repeats', ATARI_DEFAULT_NUM_ACTION_REPEATS)
 
 # 30 minutes of emulator frames at 60 Hz.
 DEFAULT_MAX_EPISODE_FRAMES = 108_000

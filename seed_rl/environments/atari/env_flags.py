@@ -1,16 +1,9 @@
-"""Flags of the Atari entry points on top of those `env` defines (`--game`, `--max_random_noops`,
-`--sticky_actions`, names of the original): `--full_action_space`.
+"""The flags of the Atari entry points, kept as a module of its own for the imports that name it.
 
-Also makes 4 the default `--num_action_repeats` for Atari (the original's 1 froze the
-observations and learned poorly, google-research/seed_rl#76).
+`env` defines them all on import (`--game`, `--max_random_noops`, `--sticky_actions`, the
+original's names, `--full_action_space`, and the common flags with a default
+`--num_action_repeats` of 4: the original's 1 froze the observations and learned poorly,
+google-research/seed_rl#76), so importing this module is importing `env`.
 """
 
-from absl import flags
-
-from seed_rl.environments.atari import env  # Defines the environment's and the common flags.
-
-flags.DEFINE_bool('full_action_space', True,
-                  'Act with all 18 Atari actions (the original); false: the game\'s minimal '
-                  'set (6 for Pong, 4 for Breakout).')
-
-flags.FLAGS.set_default('num_action_repeats', env.ATARI_DEFAULT_NUM_ACTION_REPEATS)
+from seed_rl.environments.atari import env  # noqa: F401  (defines the flags)

@@ -322,13 +322,19 @@ from seed_rl.environments.atari import env
 FLAGS = flags.FLAGS
 print('defaults', FLAGS['game'].default, FLAGS['max_random_noops'].default,
       FLAGS['sticky_actions'].default, FLAGS['num_action_repeats'].default)
-print('defined by', {FLAGS.find_module_defining_flag(name)
-                     for name in ('game', 'max_random_noops', 'sticky_actions')})
+print('defined by', {FLAGS.find_module_defining_flag(name) for name in (
+    'game', 'max_random_noops', 'sticky_actions', 'full_action_space')})
+FLAGS(['env'])
+environment = env.create_environment(0, FLAGS)
+print('default env', environment.unwrapped.spec.id, environment.frame_skip,
+      environment.action_space.n)
+FLAGS.unparse_flags()
 FLAGS(['env', '--game=Breakout', '--max_random_noops=7', '--sticky_actions',
-       '--num_action_repeats=2'])
+       '--num_action_repeats=2', '--nofull_action_space'])
 environment = env.create_environment(0, FLAGS)
 print('env', environment.unwrapped.spec.id, environment.max_random_noops,
-      environment.frame_skip, environment.unwrapped.ale.getFloat('repeat_action_probability'))
+      environment.frame_skip, environment.unwrapped.ale.getFloat('repeat_action_probability'),
+      environment.action_space.n)
 from seed_rl.environments.atari import env_flags, vtrace_main
 print('tensorflow' in sys.modules)
 """
@@ -337,15 +343,42 @@ print('tensorflow' in sys.modules)
 @pytest.mark.timeout(60)
 def test_importing_env_defines_the_flags_of_the_original_for_create_environment():
   """As the original's module: importing `env` defines --game, --max_random_noops and
-  --sticky_actions (defaults Pong, 30, false) and the common flags, so that
-  `create_environment(task, FLAGS)` builds the env the flags name; the entry points import
-  after it without defining a flag twice, and without TensorFlow."""
+  --sticky_actions (defaults Pong, 30, false), --full_action_space and the common flags, with
+  the Atari default of 4 action repeats (the original's 1 froze the observations), so that
+  `create_environment(task, FLAGS)` alone builds the env the entry points build; the entry
+  points import after it without defining a flag twice, and without TensorFlow."""
   result = subprocess.run(
       [sys.executable, '-c', _FLAGS_OF_ENV], cwd=REPO_ROOT, capture_output=True,
       text=True, timeout=50, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.splitlines() == [
-      'defaults Pong 30 False 1',
+      'defaults Pong 30 False 4',
       "defined by {'seed_rl.environments.atari.env'}",
-      'env BreakoutNoFrameskip-v4 7 2 0.25',
+      'default env PongNoFrameskip-v4 4 18',
+      'env BreakoutNoFrameskip-v4 7 2 0.25 4',
       'False']
+
+
+_ENV_NAMES_CHECK = """
+import sys
+from seed_rl.common import flag_check
+values = flag_check.check(sys.argv[1], ['--run_mode=learner'])
+print('seed_rl.environments.atari.env' in sys.modules, values.num_action_repeats)
+"""
+
+
+@pytest.mark.parametrize('module,expected', [
+    ('seed_rl.environments.gym.vtrace_main', 'False 1'),
+    ('seed_rl.environments.mujoco.sac_main', 'False 1'),
+    ('seed_rl.environments.atari.vtrace_main', 'True 4'),
+])
+@pytest.mark.timeout(60)
+def test_only_atari_entry_points_get_the_atari_default_of_action_repeats(module, expected):
+  """`env` sets --num_action_repeats' default on import: the checks of another environment's
+  flags (flag_check, env_names) must not import it, or its processes would repeat every action
+  4 times (and MuJoCo's would refuse to start)."""
+  result = subprocess.run(
+      [sys.executable, '-c', _ENV_NAMES_CHECK, module], cwd=REPO_ROOT, capture_output=True,
+      text=True, timeout=50, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.splitlines()[-1] == expected
