@@ -74,7 +74,7 @@ def test_run_local_rejects_bad_arguments(args, message):
      'run_local.sh: unknown flag --gme=Breakout (did you mean --game?) of '
      'seed_rl.environments.atari.r2d2_main'),
     (['atari', 'vtrace', '1', '--game=Pongg'],
-     'run_local.sh: unknown --game=Pongg (did you mean Pong?): not an Atari game'),
+     "run_local.sh: --game: Unknown Atari game 'Pongg'"),
     # NUM_ACTORS is positional: not --num_action_repeats, the closest flag.
     (['gym', 'vtrace', '1', '--num_actorz=4'],
      'run_local.sh: unknown flag --num_actorz=4 of seed_rl.environments.gym.vtrace_main: the '

@@ -18,7 +18,7 @@ flags, e.g. `--print=logdir,server_address`), 3 when MODULE cannot be imported b
 else 2 with one line on stderr:
 
   run_local.sh: unknown flag --gme=Breakout (did you mean --game?) of seed_rl.environments...
-  run_local.sh: unknown --game=Pongg (did you mean Pong?): not an Atari game of ale-py ...
+  run_local.sh: --game: Unknown Atari game 'Pongg' (...). Did you mean 'Pong', ...?
 
 `--prefix` starts that line (default `seed_rl`), `--shape` says where `--num_envs` comes from
 in the messages (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4"). The prefixes of the launchers,

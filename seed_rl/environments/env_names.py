@@ -8,7 +8,14 @@ and fails only once the learner has started and created its first environment. H
 is checked against the list its environment module accepts, and refused in one line with the
 closest names:
 
-  unknown --game=Pongg (did you mean Pong?): not an Atari game of ale-py ...
+  unknown --env_name=CartPol-v1 (did you mean CartPole-v1 ...?): not a registered Gymnasium id
+
+Where an environment module has a check of its own (mujoco's `check_env_name`, atari's
+`check_game_name`, football's `check_reward_experiment`), that check is called, so that the
+launcher and the environment refuse the same names with the same suggestions; its ValueError
+becomes an `UnknownName` that names the flag:
+
+  --game: Unknown Atari game 'Pongg' (...). Did you mean 'Pong'?
 
 What each entry point package accepts, and so what is refused here:
   gym       what `gymnasium.make` finds: a registered id, or an unversioned name with a
@@ -16,10 +23,11 @@ What each entry point package accepts, and so what is refused here:
             such ids pass unchecked (the module is the user's), except `ale_py:ALE/...`. Plain
             `ALE/...` ids are refused: the gym entry points do not import ale_py, which
             registers them.
-  mujoco    a registered id (`gymnasium.spec`) or one of the toy envs (`toy_env`, ...); the
-            mujoco-py ids (`Hopper-v2`) are refused with their successor. This also holds for
-            the gym entry points.
-  atari     a game of `atari.env.atari_game_names()` (ale-py's ROMs).
+  mujoco    what `mujoco.env.check_env_name` accepts: a registered id (`gymnasium.spec`) or
+            one of the toy envs (`toy_env`, ...); the mujoco-py ids (`Hopper-v2`) are refused
+            with their successor. The gym entry points check their MuJoCo ids with it too
+            (importing the mujoco env module for those ids only).
+  atari     what `atari.env.check_game_name` accepts: a game of ale-py's ROMs.
   football  a module of gfootball's `scenarios` package, listed from its files without
             importing gfootball (its engine); not checked where gfootball is not installed.
             `--reward_experiment` is checked by `football.env.check_reward_experiment`.
@@ -30,8 +38,8 @@ What each entry point package accepts, and so what is refused here:
 
 Only the entry points of this package are checked (`seed_rl.environments.<env>.*`): other
 modules bring their own environment factories. Imports what those entry points import already
-(gymnasium, their environment module; ale_py for Atari ids), no TensorFlow, and creates no
-environment.
+(gymnasium, their environment module when checking its names; ale_py for Atari ids), no
+TensorFlow, and creates no environment.
 """
 
 import difflib
@@ -73,16 +81,16 @@ def _register_ale() -> None:
   gymnasium.register_envs(ale_py)
 
 
-def _refuse_mujoco_py(env_name: str) -> None:
-  """Refuses the ids Gymnasium keeps only to raise an error about mujoco-py (Hopper-v2)."""
-  spec = gymnasium.registry[env_name]
-  if 'mujoco_py' not in str(spec.entry_point):
+def _mujoco_id(env_name: str) -> None:
+  """Refuses a MuJoCo id (one of gymnasium's mujoco package, or a mujoco-py one such as
+  Hopper-v2) that the mujoco environment module refuses; other ids pass."""
+  if 'mujoco' not in str(gymnasium.registry[env_name].entry_point):
     return
-  newest = max((s.version or 0, s.id) for s in gymnasium.registry.values()
-               if s.name == spec.name and s.namespace == spec.namespace)[1]
-  raise UnknownName(f'--env_name={env_name} is a mujoco-py environment (mujoco-py is '
-                    f'unmaintained and not supported): use {newest}, its successor on the '
-                    'mujoco package')
+  from seed_rl.environments.mujoco import env  # pylint: disable=g-import-not-at-top
+  try:
+    env.check_env_name(env_name)
+  except ValueError as e:
+    raise UnknownName(f'--env_name: {e}') from None
 
 
 def _has_a_version(env_name: str) -> bool:
@@ -95,70 +103,65 @@ def _has_a_version(env_name: str) -> bool:
                                  for s in gymnasium.registry.values())
 
 
-def _check_gymnasium_id(env_id: str, examples: Sequence[str], extra_names: Sequence[str] = (),
-                        unversioned: bool = False, given: str | None = None) -> None:
-  """Refuses a Gymnasium id that is not registered (nor one of `extra_names`).
+def _check_gymnasium_id(env_id: str, given: str | None = None) -> None:
+  """Refuses a Gymnasium id that `gymnasium.make` would not find, and a MuJoCo id that the
+  mujoco environment module refuses (`_mujoco_id`).
 
   Args:
-    env_id: the id to look up.
-    examples: good values, named in the message.
-    extra_names: names the environment module accepts besides Gymnasium ids (the toy envs).
-    unversioned: accept a name without a version when a version of it is registered, as
-      `gymnasium.make` does (and `gymnasium.spec` does not).
+    env_id: the id to look up; an unversioned name passes when a version of it is registered,
+      as `gymnasium.make` takes the newest.
     given: the `--env_name` value as given, when it is more than `env_id` (`module:id`).
 
   Raises:
     UnknownName: the id is unknown or a mujoco-py one.
   """
-  if env_id in extra_names:
-    return
   if env_id in gymnasium.registry:
-    _refuse_mujoco_py(env_id)
+    _mujoco_id(env_id)
     return
-  if unversioned and _has_a_version(env_id):
+  if _has_a_version(env_id):
     return
-  suggestions = _close_names(env_id, list(gymnasium.registry) + list(extra_names))
+  suggestions = _close_names(env_id, gymnasium.registry)
   if given and given != env_id:
     prefix = given[:-len(env_id)]
     suggestions = [prefix + suggestion for suggestion in suggestions]
   raise _unknown('env_name', given or env_id, suggestions,
-                 f'not a registered Gymnasium id (e.g. {", ".join(examples)}; all: '
-                 'python -c "import gymnasium; gymnasium.pprint_registry()")')
+                 'not a registered Gymnasium id (e.g. CartPole-v1, Acrobot-v1, Pendulum-v1; '
+                 'all: python -c "import gymnasium; gymnasium.pprint_registry()")')
 
 
 def _gym_env_name(env_name: str) -> None:
   """The gym entry points: `gymnasium.make(env_name)` (see the module docstring)."""
-  examples = ('CartPole-v1', 'Acrobot-v1', 'Pendulum-v1')
   module, separator, env_id = env_name.partition(':')
   if separator and module != 'ale_py':
     return  # The user's module registers the id when gymnasium.make imports it.
   if separator or env_name.startswith(_ALE_NAMESPACE):
     _register_ale()
   if separator:
-    _check_gymnasium_id(env_id, examples, given=env_name)
+    _check_gymnasium_id(env_id, given=env_name)
     return
   if env_name.startswith(_ALE_NAMESPACE) and env_name in gymnasium.registry:
     raise UnknownName(f'--env_name={env_name} is registered by ale_py, which the gym entry '
                       f'points do not import: use --env_name=ale_py:{env_name}, or the atari '
                       'entry points (./run_local.sh atari ..., --game=NAME)')
-  _check_gymnasium_id(env_name, examples, unversioned=True)
+  _check_gymnasium_id(env_name)
 
 
 def _mujoco_env_name(env_name: str) -> None:
-  """The mujoco entry points: `gymnasium.spec(env_name)` or a toy env."""
+  """The mujoco entry points: what `mujoco.env.check_env_name` accepts."""
   from seed_rl.environments.mujoco import env  # pylint: disable=g-import-not-at-top
-  _check_gymnasium_id(env_name, ('HalfCheetah-v5', 'Hopper-v5', 'Pendulum-v1') + env.TOY_ENVS,
-                      extra_names=env.TOY_ENVS)
+  try:
+    env.check_env_name(env_name)
+  except ValueError as e:
+    raise UnknownName(f'--env_name: {e}') from None
 
 
 def _atari_game(game: str) -> None:
+  """The atari entry points: what `atari.env.check_game_name` accepts."""
   from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
-  names = env.atari_game_names()
-  if game not in names:
-    raise _unknown('game', game, _close_names(game, names),
-                   f'not an Atari game of ale-py ({len(names)} games, e.g. Pong, Breakout, '
-                   'MsPacman; all: python -c "from seed_rl.environments.atari import env; '
-                   'print(env.atari_game_names())")')
+  try:
+    env.check_game_name(game)
+  except ValueError as e:
+    raise UnknownName(f'--game: {e}') from None
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,7 @@
 """seed_rl.environments.env_names: the environment names of the entry points, checked against
 what each environment module accepts, without creating an environment."""
 
+import subprocess
 import sys
 import types
 
@@ -33,17 +34,15 @@ def _refusal(package, **flags):
     ('gym', dict(env_name='ALE/Pong-v5'), '--env_name=ALE/Pong-v5 is registered by ale_py, '
                                           'which the gym entry points do not import: use '
                                           '--env_name=ale_py:ALE/Pong-v5'),
-    ('gym', dict(env_name='Hopper-v2'), '--env_name=Hopper-v2 is a mujoco-py environment'),
-    ('mujoco', dict(env_name='Hopper-v2'), '--env_name=Hopper-v2 is a mujoco-py environment '
-                                           '(mujoco-py is unmaintained and not supported): use '
-                                           'Hopper-v5'),
-    ('mujoco', dict(env_name='toy_memory'), 'unknown --env_name=toy_memory (did you mean '
-                                            'toy_memory_env'),
+    ('gym', dict(env_name='Hopper-v2'), '--env_name: Hopper-v2 is a mujoco-py environment'),
+    ('mujoco', dict(env_name='Hopper-v2'), '--env_name: Hopper-v2 is a mujoco-py environment '
+                                           '(the original used these ids; mujoco-py is '
+                                           'unmaintained and not supported): use Hopper-v5'),
+    ('mujoco', dict(env_name='toy_memory'), "--env_name: Unknown environment 'toy_memory' ("),
     # gymnasium.spec, which the mujoco env calls, wants the version.
-    ('mujoco', dict(env_name='Hopper'), 'unknown --env_name=Hopper (did you mean Hopper-v5'),
-    ('atari', dict(game='Pongg'), 'unknown --game=Pongg (did you mean Pong?): not an Atari game'),
-    ('atari', dict(game='pong'), 'unknown --game=pong (did you mean Pong?)'),
-    ('atari', dict(game='Xyzzy'), 'unknown --game=Xyzzy: not an Atari game'),
+    ('mujoco', dict(env_name='Hopper'), "--env_name: Unknown environment 'Hopper' ("),
+    ('atari', dict(game='Pongg'), "--game: Unknown Atari game 'Pongg'"),
+    ('atari', dict(game='Xyzzy'), "--game: Unknown Atari game 'Xyzzy'"),
     ('football', dict(game='11_vs_11_hard_stochastic', reward_experiment='scoring,checkpoint'),
      'unknown --reward_experiment=scoring,checkpoint (did you mean scoring,checkpoints?): '
      "reward_experiment must be 'scoring' or 'scoring,checkpoints'"),
@@ -81,6 +80,29 @@ def test_names_the_environment_modules_accept_pass(package, flags):
   _check(package, **flags)
 
 
+@pytest.mark.parametrize('package, flags', [
+    ('mujoco', dict(env_name='toy_memory')),
+    ('mujoco', dict(env_name='Hopper')),
+    ('mujoco', dict(env_name='Hopper-v2')),
+    ('gym', dict(env_name='HalfCheetah-v3')),  # A MuJoCo id of the gym entry points.
+    ('atari', dict(game='Pongg')),
+    ('atari', dict(game='pong')),
+])
+def test_names_are_refused_by_the_environment_module_s_own_check(package, flags):
+  """The launcher refuses with the text of the environment's error, so that both suggest the
+  same names."""
+  (flag, value), = flags.items()
+  if package == 'atari':
+    from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+    check = env.check_game_name
+  else:
+    from seed_rl.environments.mujoco import env  # pylint: disable=g-import-not-at-top
+    check = env.check_env_name
+  with pytest.raises(ValueError) as raised:
+    check(value)
+  assert _refusal(package, **flags) == f'--{flag}: {raised.value}'
+
+
 def test_only_this_packages_entry_points_are_checked():
   values = types.SimpleNamespace(env_name='NoSuchEnv-v0', game='NoSuchGame')
   env_names.check('my_project.vtrace_main', values)
@@ -112,3 +134,15 @@ def test_football_scenarios_are_read_from_the_installed_package_files(tmp_path, 
     _check('football', game='academy_empty_goal_close', reward_experiment='scoring')
   finally:
     env_names.football_scenarios.cache_clear()
+
+
+def test_checks_import_no_tensorflow_and_only_the_checked_environment_module():
+  program = ('import sys, types\n'
+             'from seed_rl.environments import env_names\n'
+             "env_names.check('seed_rl.environments.gym.vtrace_main', "
+             "types.SimpleNamespace(env_name='CartPole-v1'))\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow' or "
+             "m.startswith('seed_rl.environments.')))\n")
+  result = subprocess.run([sys.executable, '-c', program], capture_output=True, text=True,
+                          check=True)
+  assert result.stdout.strip() == "['seed_rl.environments.env_names']"

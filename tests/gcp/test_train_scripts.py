@@ -256,7 +256,7 @@ def test_help_shows_the_scripts_own_usage_and_exits_0(script, args, env, scenari
      'seed_rl gcp: error: unknown --reward_experiment=scoring,checkpoint (did you mean '
      'scoring,checkpoints?)'),
     ('train_atari.sh', ['--game=Pongg'], {},
-     'seed_rl gcp: error: unknown --game=Pongg (did you mean Pong?)'),
+     "seed_rl gcp: error: --game: Unknown Atari game 'Pongg'"),
     # The actors are counted by the machine shape's variables, not by a flag.
     ('train_atari.sh', ['--num_actors=640'], {},
      'seed_rl gcp: error: unknown flag --num_actors=640 of seed_rl.environments.atari.r2d2_main:'

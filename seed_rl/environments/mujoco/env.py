@@ -97,7 +97,20 @@ def _route_mujoco_warnings_to_logging() -> None:
   mujoco.set_mju_user_warning(warn)
 
 
-def _make_gymnasium_env(env_name: str, gym_kwargs: dict[str, Any]) -> gymnasium.Env:
+def check_env_name(env_name: str) -> gymnasium.envs.registration.EnvSpec | None:
+  """Refuses a name that `create_environment` would refuse for not naming an environment;
+  returns its Gymnasium spec (None for a toy env).
+
+  The one check of these names: the environment uses it before `gymnasium.make`, and the
+  launchers' flag check (`seed_rl.environments.env_names`) before anything starts, so both
+  refuse the same names with the same suggestions.
+
+  Raises:
+    ValueError: an id that `gymnasium.spec` does not find (with the closest names), or a
+      mujoco-py id (with the id that replaces it).
+  """
+  if env_name in TOY_ENVS:
+    return None
   try:
     spec = gymnasium.spec(env_name)
   except gymnasium.error.Error as e:
@@ -113,6 +126,11 @@ def _make_gymnasium_env(env_name: str, gym_kwargs: dict[str, Any]) -> gymnasium.
     raise ValueError(f'{env_name} is a mujoco-py environment (the original used these ids; '
                      f'mujoco-py is unmaintained and not supported): use {newest}, its '
                      'successor on the mujoco package.')
+  return spec
+
+
+def _make_gymnasium_env(env_name: str, gym_kwargs: dict[str, Any]) -> gymnasium.Env:
+  spec = check_env_name(env_name)
   if 'mujoco' in str(spec.entry_point):
     _route_mujoco_warnings_to_logging()
   try:
