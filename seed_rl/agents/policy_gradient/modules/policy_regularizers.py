@@ -1,6 +1,6 @@
 """Regularizers of the policy: KL to the acting policy (both ways), KL to a reference, entropy.
 
-A regularizer is called as
+A regularizer is a `generalized_onpolicy_loss.RegularizationLoss`, called as
 `regularizer(parametric_action_distribution, target_action_logits, behaviour_action_logits,
 actions)` on `[T, B, ...]` policy parameters and returns `(per_step_loss [T, B], global_loss)`:
 the per-step loss is averaged into the networks' loss (or subtracted from the rewards), the
@@ -13,6 +13,7 @@ import gin
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import constraints
+from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
 from seed_rl.agents.policy_gradient.modules import logging_module
 from seed_rl.common import parametric_distribution as pd
 
@@ -53,7 +54,8 @@ TERMS: dict[str, Callable[..., tf.Tensor]] = {
 
 
 @gin.configurable
-class KLPolicyRegularizer(tf.Module, logging_module.LoggingModule):
+class KLPolicyRegularizer(generalized_onpolicy_loss.RegularizationLoss,
+                          logging_module.LoggingModule):
   """Weighted sum of the terms in `TERMS`, each with its own coefficient.
 
   `KLPolicyRegularizer(kl_mu_pi=LagrangeInequalityCoefficient(0.01), entropy=1e-3)`

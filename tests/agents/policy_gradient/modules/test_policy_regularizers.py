@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import constraints
+from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss as gol
 from seed_rl.agents.policy_gradient.modules import logging_module
 from seed_rl.agents.policy_gradient.modules import policy_regularizers
 from seed_rl.common import parametric_distribution
@@ -96,3 +97,14 @@ def test_continuous_actions():
 def test_unknown_terms_are_refused():
   with pytest.raises(ValueError, match='kl_typo'):
     policy_regularizers.KLPolicyRegularizer(kl_typo=1.)
+
+
+def test_regularizers_are_regularization_losses():
+  """Each regularizer class of the module is a `RegularizationLoss`, the loss's base class."""
+  classes = [c for c in vars(policy_regularizers).values()
+             if isinstance(c, type) and c.__module__ == policy_regularizers.__name__]
+  assert classes
+  for cls in classes:
+    assert issubclass(cls, gol.RegularizationLoss), cls
+  assert isinstance(policy_regularizers.KLPolicyRegularizer(entropy=1.),
+                    logging_module.LoggingModule)
