@@ -102,10 +102,9 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
 
   @property
   def trainable_variables(self):
-    """The training agent's, then the loss's own (PopArt's, Lagrange multipliers')."""
-    agent_variables = {id(v) for v in self.training_agent.variables}
-    return list(self.training_agent.trainable_variables) + [
-        v for v in self.loss_fn.trainable_variables if id(v) not in agent_variables]
+    """The loss's: the training agent's, then the loss's own (PopArt's, Lagrange
+    multipliers'), as `GeneralizedOnPolicyLoss.trainable_variables` lists them."""
+    return list(self.loss_fn.trainable_variables)
 
   def checkpointed(self):
     return {'agent': self.network, 'loss_fn': self.loss_fn,
@@ -165,7 +164,8 @@ def learner_loop(create_env_fn: Callable[[int, Any], Any],
       count optimizer steps (epochs x minibatches per training step).
     config: the flags of `learner_flags` and `common_flags` (absl `FLAGS` by default).
     create_loss_fn: `(training_agent, parametric_action_distribution) -> loss`, by default the
-      gin-configured `GeneralizedOnPolicyLoss`.
+      gin-configured `GeneralizedOnPolicyLoss`; the optimizer trains the loss's
+      `trainable_variables`, which must include the training agent's.
   """
   if config is None:
     config = flags.FLAGS

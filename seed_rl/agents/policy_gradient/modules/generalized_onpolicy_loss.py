@@ -14,7 +14,9 @@ unroll of T actions they have T+1 steps: `agent_outputs[t]` acted on `env_output
 the last step only bootstraps. `agent_state` is the agent's state before the first step.
 
 The policy loss and the regularizer follow the calling conventions of the base classes
-`PolicyLoss` and `RegularizationLoss` (any callable of those arguments serves).
+`PolicyLoss` and `RegularizationLoss` (any callable of those arguments serves). The losses of
+`policy_losses.py` and the regularizers of `policy_regularizers.py` subclass them, so this
+module imports neither.
 
 The loss either computes targets and advantages itself (one call on `[T+1, B]` unrolls) or takes
 them precomputed by `compute_advantages`, so that a learner can compute them once per unroll
@@ -73,9 +75,40 @@ class RegularizationLoss(tf.Module, metaclass=abc.ABCMeta):
     """
 
 
+class _CallableDistribution(pd.ParametricDistribution):
+  """A `ParametricDistribution` made from a plain `params -> TFP distribution` callable.
+
+  Its parameter size is unknown, and with it `reparametrizable` (decided on a distribution of
+  `param_size` zeros): both raise rather than answer wrongly. The loss and its policy losses
+  and regularizers only create distributions from given parameters (`__call__`, `log_prob`,
+  `entropy`, `kl_divergence`, `sample`), which works; networks that need the size must be
+  given a `ParametricDistribution` with one.
+  """
+
+  def __init__(self, create_dist: Callable[[tf.Tensor], Any]):
+    super().__init__(param_size=None, create_dist=create_dist)
+
+  def _unknown(self, what: str) -> ValueError:
+    return ValueError(
+        f'{what} is unknown for a distribution given as a plain callable '
+        f'({self.create_dist!r}): pass a ParametricDistribution, e.g. '
+        'parametric_distribution.normal_tanh_distribution(num_actions).')
+
+  @property
+  def param_size(self) -> int:
+    raise self._unknown('param_size')
+
+  @property
+  def reparametrizable(self) -> bool:
+    raise self._unknown('reparametrizable (decided on param_size zero parameters)')
+
+
 def as_parametric_distribution(distribution: Any) -> pd.ParametricDistribution:
   """`distribution` as a `ParametricDistribution`: one as it is, or a plain callable from
   policy parameters to a TFP distribution (e.g. `normal_tanh_distribution(n).create_dist`).
+
+  A plain callable serves the loss, which only creates distributions from given parameters;
+  its `param_size` and `reparametrizable` are unknown and raise (see `_CallableDistribution`).
 
   Raises:
     TypeError: `distribution` is neither.
@@ -87,8 +120,7 @@ def as_parametric_distribution(distribution: Any) -> pd.ParametricDistribution:
         f'parametric_action_distribution must be a ParametricDistribution or a callable from '
         f'policy parameters to a TFP distribution, got {distribution!r}; pass e.g. '
         'parametric_distribution.normal_tanh_distribution(num_actions).')
-  # The loss only creates distributions: their parameter size, which networks need, is unknown.
-  return pd.ParametricDistribution(param_size=None, create_dist=distribution)
+  return _CallableDistribution(distribution)
 
 
 def _has_required_arguments(function: Callable[..., Any]) -> bool:
@@ -222,10 +254,16 @@ class GeneralizedOnPolicyLoss(tf.Module, logging_module.LoggingModule):
   @property
   def trainable_variables(self) -> list[tf.Variable]:
     """The agent's, then the loss's own (PopArt's, Lagrange multipliers'): all that training
-    the loss updates. `tf.Module`'s own search misses a Keras agent's variables."""
-    agent_variables = list(self.agent.trainable_variables)
-    known = {id(v) for v in agent_variables}
-    return agent_variables + [v for v in super().trainable_variables if id(v) not in known]
+    the loss updates.
+
+    The agent decides which of its variables are trainable: `tf.Module`'s own search misses a
+    Keras agent's weights, and finds variables the agent leaves out on purpose (e.g. the
+    observation correction of a `ContinuousControlAgent` without `correct_observations`), so
+    none of the agent's variables is taken from that search.
+    """
+    agent_variables = {id(v) for v in self.agent.variables}
+    return list(self.agent.trainable_variables) + [
+        v for v in super().trainable_variables if id(v) not in agent_variables]
 
   def _log_mean(self, key: str, tensor: tf.Tensor) -> None:
     self.log(f'GeneralizedOnPolicyLoss/{key}', tf.reduce_mean(tensor))

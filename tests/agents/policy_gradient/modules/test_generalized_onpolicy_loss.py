@@ -6,12 +6,16 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import advantages
 from seed_rl.agents.policy_gradient.modules import constraints
+from seed_rl.agents.policy_gradient.modules import continuous_control_agent
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss as gol
+from seed_rl.agents.policy_gradient.modules import input_normalization
 from seed_rl.agents.policy_gradient.modules import logging_module
 from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.agents.policy_gradient.modules import policy_regularizers
 from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.agents.policy_gradient.modules import running_statistics
+from seed_rl.common import parametric_distribution
+from seed_rl.common.structures import EnvOutput
 from tests.agents.policy_gradient.modules.onpolicy_helpers import B, DIST, T
 from tests.agents.policy_gradient.modules.onpolicy_helpers import TinyAgent as _TinyAgent
 from tests.agents.policy_gradient.modules.onpolicy_helpers import log_prob, log_softmax
@@ -74,6 +78,27 @@ def test_loss_is_finite_and_reaches_every_variable():
     assert f'GeneralizedOnPolicyLoss/{key}' in logs
   assert 'PopArt/std' in logs and 'KLPolicyRegularizer/entropy' in logs
   np.testing.assert_allclose(logs['GeneralizedOnPolicyLoss/total_loss'], total)
+
+
+@pytest.mark.parametrize('correct_observations', [False, True])
+def test_trainable_variables_are_the_agents_then_the_losss_own(correct_observations):
+  """The agent decides which of its variables train: its observation correction only with
+  `correct_observations`, although `tf.Module` finds that correction trainable either way."""
+  distribution = parametric_distribution.normal_tanh_distribution(2)
+  agent = continuous_control_agent.ContinuousControlAgent(
+      distribution, input_normalization.InputNormalization(running_statistics.AverageMeanStd()),
+      num_layers_policy=1, num_layers_value=1, num_units_policy=4, num_units_value=4,
+      correct_observations=correct_observations)
+  agent((tf.zeros([1, 2]), EnvOutput(tf.zeros([1]), tf.zeros([1], tf.bool), tf.zeros([1, 3]),
+                                     tf.zeros([1], tf.bool), tf.zeros([1], tf.int32))), ())
+  loss = gol.GeneralizedOnPolicyLoss(agent, _popart(), distribution, advantages.GAE(0.9),
+                                     policy_losses.pg(), 0.9)
+  loss.init()
+  correction = agent.observation_normalizer.trainable_variables
+  assert len(correction) == 2
+  expected = [*agent.trainable_variables, *loss.reward_normalizer.trainable_variables]
+  assert [id(v) for v in loss.trainable_variables] == [id(v) for v in expected]
+  assert all(any(v is c for v in expected) == correct_observations for c in correction)
 
 
 def test_targets_bootstrap_from_the_last_value():
@@ -266,6 +291,11 @@ def test_base_classes_and_a_plain_callable_distribution():
   np.testing.assert_array_equal(policy_loss.keywords['behaviour_logits'],
                                 agent_outputs.policy_logits[:-1])
   assert loss.parametric_action_distribution.create_dist is DIST.create_dist
+  # Its parameter size is unknown: what depends on it is refused, not answered wrongly.
+  for unknown in ('param_size', 'reparametrizable'):
+    with pytest.raises(ValueError, match=f'{unknown}.* unknown for a distribution given as a '
+                       'plain callable'):
+      getattr(loss.parametric_action_distribution, unknown)
 
 
 def test_base_classes_are_abstract_and_a_bad_distribution_is_refused():
