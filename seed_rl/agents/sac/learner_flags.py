@@ -24,7 +24,9 @@ define(flags.DEFINE_float, 'her_substitution_probability', 0.8,
        'Probability of replacing a step\'s desired goal by a goal achieved later (HER).')
 define(flags.DEFINE_float, 'entropy_cost', 0.01, 'Entropy cost (initial value if adapted).')
 define(flags.DEFINE_float, 'target_entropy', None,
-       'If set, the entropy cost is adapted to keep the policy entropy here.')
+       'If set, the entropy cost is adapted to keep the policy entropy here (usually minus '
+       'the action dimension; mujoco.sac_main sets that for a Box action space when not '
+       'given).')
 define(flags.DEFINE_float, 'entropy_cost_adjustment_speed', 1.,
        'Speed of the entropy cost adaptation (multiplier of its log).')
 define(flags.DEFINE_float, 'max_abs_reward', 0.,

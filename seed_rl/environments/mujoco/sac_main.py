@@ -10,10 +10,13 @@ network and the optimizer import it when the learner calls them.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from absl import app
 from absl import flags
+from absl import logging
+import gymnasium
+import numpy as np
 
 from seed_rl.agents.sac import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
@@ -36,12 +39,45 @@ flags.DEFINE_bool('normalize_observations', False,
 # The SAC learner's defaults are the original's, sized for a cluster (a gradient step per 64
 # environment steps, a budget of 1e9 frames). These train HalfCheetah-v5 on one machine within a
 # budget that ends, as the SAC paper does: one gradient step of 256 transitions per environment
-# step, targets updated with tau 0.005 and the entropy cost adapted towards minus HalfCheetah's 6
-# action dimensions (set --target_entropy for other action spaces). docs/tuning.md has what they
+# step, targets updated with tau 0.005 and, unless --target_entropy is given, the entropy cost
+# adapted towards minus the action dimension (`set_target_entropy`). docs/tuning.md has what they
 # reach; gcp/train_mujoco.sh passes the cluster's values.
 for name, value in [('replay_ratio', 256.), ('polyak', 0.995), ('entropy_cost', 0.1),
-                    ('target_entropy', -6.), ('total_environment_frames', 2e5)]:
+                    ('total_environment_frames', 2e5)]:
   FLAGS.set_default(name, value)
+
+
+def target_entropy_of(action_space: gymnasium.Space) -> Optional[float]:
+  """The SAC paper's target entropy for `action_space`: minus its number of dimensions for a
+  Box (-6 for HalfCheetah, -3 for Hopper, -1 for Pendulum); None for any other space (bit_flip's
+  discrete actions, the --discretization ones), whose entropy that rule does not fit, so that
+  their entropy cost stays fixed at --entropy_cost."""
+  if isinstance(action_space, gymnasium.spaces.Box):
+    return -float(np.prod(action_space.shape))
+  return None
+
+
+def set_target_entropy() -> None:
+  """Learner only: when --target_entropy is not given, sets it to `target_entropy_of` the
+  action space of the environment of the flags, and logs the value chosen.
+
+  Set in FLAGS, before the learner records its flags, so that the logdir's flag file holds the
+  value the learner trained with.
+  """
+  if FLAGS.target_entropy is not None:
+    return
+  env = env_flags.create_environment_fn(0, FLAGS)
+  try:
+    action_space = env.action_space
+  finally:
+    env.close()
+  FLAGS.target_entropy = target_entropy_of(action_space)
+  if FLAGS.target_entropy is None:
+    logging.info('SAC: no --target_entropy for the action space %s of %s: the entropy cost '
+                 'stays %g.', action_space, FLAGS.env_name, FLAGS.entropy_cost)
+  else:
+    logging.info('SAC: --target_entropy=%g, minus the action dimension of %s (%s).',
+                 FLAGS.target_entropy, FLAGS.env_name, action_space)
 
 
 def create_agent(unused_action_space: Any, unused_observation_space: Any,
@@ -73,7 +109,7 @@ def create_optimizer(unused_final_iteration: int) -> tuple[Any, Callable[[Any], 
 
 def main(argv: Sequence[str]) -> None:
   entry_point.run(argv, env_flags.create_environment_fn, 'seed_rl.agents.sac.learner',
-                  create_agent, create_optimizer)
+                  create_agent, create_optimizer, prepare_learner=set_target_entropy)
 
 
 if __name__ == '__main__':
