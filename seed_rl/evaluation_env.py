@@ -183,10 +183,23 @@ def _is_defined(name: str, flag_values: flags.FlagValues) -> bool:
   return name.startswith('no') and name[2:] in flag_values and flag_values[name[2:]].boolean
 
 
-def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
-                flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
-  """Imports the entry point and the environment factory, and parses the learner's flags,
-  then `overrides`, into `flag_values`.
+def _load(run: RunInfo) -> tuple[types.ModuleType, Callable[..., Any]]:
+  """The learner's entry point and its environment factory, imported in this order: the
+  factory's module may define flags of its own on import (the Atari env defines --game, as the
+  original's does), and importing it before the flags are parsed lets the learner's lines for
+  them be parsed too.
+
+  Raises:
+    EvaluateError: either cannot be imported.
+  """
+  module = import_entry_point(run)
+  return module, import_function(run.create_env_fn, module)
+
+
+def _parse_flags(run: RunInfo, entry_point: types.ModuleType, overrides: Sequence[str] = (),
+                 flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+  """Parses the learner's flags, then `overrides`, into `flag_values`, once `_load` has
+  imported the entry point `entry_point` and the factory (and so defined their flags).
 
   An entry point's `define_flags(argv)`, if it has one, is called with the learner's flags and
   `overrides` (after a program name, as in `sys.argv`). Lines of the learner's flags that this
@@ -195,14 +208,10 @@ def parse_flags(run: RunInfo, overrides: Sequence[str] = (),
   environment factories.
 
   Raises:
-    EvaluateError: the entry point cannot be imported, or a flag is unknown or invalid.
+    EvaluateError: a flag is unknown or invalid.
   """
-  module = import_entry_point(run)
-  # The factory's module may define flags of its own on import (the Atari env defines --game,
-  # as the original's does): imported first, the learner's lines for them are parsed too.
-  import_function(run.create_env_fn, module)
   learner_lines = [line.strip() for line in run.learner_flags or []]
-  define_flags = getattr(module, 'define_flags', None)
+  define_flags = getattr(entry_point, 'define_flags', None)
   if callable(define_flags):
     define_flags([run.program()] + learner_lines + list(overrides))
   if 'render_mode' not in flag_values:
@@ -249,7 +258,7 @@ def import_function(qualified_name: str, entry_point: types.ModuleType | None = 
 
 def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str | None = None
                        ) -> Any:
-  """The learner's environment: `create_env_fn(0, FLAGS)` after `parse_flags`.
+  """The learner's environment: `create_env_fn(0, FLAGS)` after `_load` and `_parse_flags`.
 
   With `video`, the env is created with `FLAGS.render_mode = 'rgb_array'` and wrapped in
   `video.RecordFirstEpisode` (an MP4 of its first episode at that path).
@@ -260,11 +269,11 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
       entry point does not define, or one that fails in OpenGL when asked to render (MuJoCo
       without a working MUJOCO_GL backend).
   """
-  config = parse_flags(run, overrides)
+  entry_point, create_env = _load(run)
+  config = _parse_flags(run, entry_point, overrides)
   if video:
     config.render_mode = 'rgb_array'
     video_lib.prepare_rendering()
-  create_env = import_function(run.create_env_fn, import_entry_point(run))
   try:
     env = create_env(0, config)
   except Exception as e:  # Re-raised unless it is one of those below.
@@ -400,10 +409,24 @@ class EnvironmentProcess:
       parent_socket.close()
       raise
     self._connection = mp_connection.Connection(parent_socket.detach())
-    self._connection.send((run, list(overrides), video, seed))
+    try:
+      self._connection.send((run, list(overrides), video, seed))
+    except OSError as e:  # The child ended before reading it (it failed to start).
+      self._connection.close()
+      returncode = self._end_process(5)
+      raise EvaluateError(f'The environment process ended (exit code {returncode}) before it '
+                          f'received the run ({e}); its own error output, if any, is on stderr.') from e
     self._seed = seed
     self._first_reset = None
     self.name = None
+
+  def _end_process(self, timeout: float) -> int:
+    """Waits up to `timeout` seconds for the child to end, then kills it; its exit code."""
+    try:
+      return self._process.wait(timeout)
+    except subprocess.TimeoutExpired:
+      self._process.kill()
+      return self._process.wait()
 
   def wait_ready(self) -> str:
     """Waits until the environment exists and is reset; returns its name (for messages)."""
@@ -469,8 +492,4 @@ class EnvironmentProcess:
       return None
     finally:
       self._connection.close()
-      try:
-        self._process.wait(10 if raise_errors else 2)
-      except subprocess.TimeoutExpired:
-        self._process.kill()
-        self._process.wait()
+      self._end_process(10 if raise_errors else 2)

@@ -31,6 +31,9 @@ PROJECT_PACKAGE = 'byo_project'
 PROJECT_MODULE = f'{PROJECT_PACKAGE}.learner_main'
 PROJECT_ENV = 'ByoCartPole-v0'
 PROJECT_EPISODE_STEPS = 7
+# What its factory `create_broken_environment` raises: an exception class of its own.
+PROJECT_ERROR = 'ArenaError'
+PROJECT_ERROR_TEXT = 'the arena is closed'
 _PROJECT_LEARNER = f'''"""A V-trace learner whose environment factory is in this module."""
 from absl import app
 import gymnasium
@@ -44,6 +47,15 @@ gymnasium.register('{PROJECT_ENV}', entry_point='gymnasium.envs.classic_control:
 def create_environment(env_id, config):
   del env_id, config
   return gymnasium.make('{PROJECT_ENV}')
+
+
+class {PROJECT_ERROR}(Exception):
+  """An error of the project's own: only this module defines its class."""
+
+
+def create_broken_environment(env_id, config):
+  del env_id, config
+  raise {PROJECT_ERROR}('{PROJECT_ERROR_TEXT}')
 
 
 def main(argv):

@@ -571,3 +571,46 @@ def test_older_records_that_name_main_without_a_usable_entry_point_name_the_flag
   _expect_error(processes['neither'], "does not name the learner's entry point: pass "
                 f'{NAME_THE_ENTRY_POINT}', f'(recorded: entry point None, environment factory '
                 f'{MAIN_FACTORY})')
+
+
+@pytest.mark.timeout(120)
+def test_an_error_whose_class_the_caller_cannot_import_arrives_as_a_runtime_error(project):
+  """The project's factory raises an exception of a class its script defines: the child sends
+  it pickled, and where this process cannot unpickle it (the script's module does not import
+  here), its text arrives as a RuntimeError, with the child's traceback as a note."""
+  from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
+  run = evaluation_env.RunInfo(None, '__main__:create_broken_environment',
+                               entry_point_file=str(project))
+  with pytest.raises(RuntimeError) as raised:
+    evaluate_helpers.environment_name(run)
+  error = raised.value
+  assert type(error) is RuntimeError  # pylint: disable=unidiomatic-typecheck
+  assert str(error) == f'{evaluate_helpers.PROJECT_ERROR}: {evaluate_helpers.PROJECT_ERROR_TEXT}'
+  (note,) = error.__notes__
+  assert note.startswith('In the environment process:\n')
+  assert f'raise {evaluate_helpers.PROJECT_ERROR}(' in note
+
+
+@pytest.mark.timeout(60)
+def test_an_environment_process_that_ends_at_start_is_waited_for_and_named(monkeypatch):
+  """The child ends before the parent sends it the run: a clear error, and no process left
+  unwaited."""
+  from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
+  started = []
+  popen = subprocess.Popen
+
+  def popen_that_waits_for_the_end(*args, **kwargs):
+    process = popen(*args, **kwargs)
+    os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)  # Ended, left to be waited on.
+    started.append(process)
+    return process
+
+  monkeypatch.setattr(evaluation_env, '_CHILD_PROGRAM', 'import sys; sys.exit(3)')
+  monkeypatch.setattr(evaluation_env.subprocess, 'Popen', popen_that_waits_for_the_end)
+  run = evaluation_env.RunInfo(VTRACE_MAIN, 'seed_rl.environments.gym.env:create_environment')
+  with pytest.raises(evaluation_env.EvaluateError,
+                     match=r'^The environment process ended \(exit code 3\) before it received '
+                           r'the run \('):
+    evaluation_env.EnvironmentProcess(run)
+  (process,) = started
+  assert process.returncode == 3
