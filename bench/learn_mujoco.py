@@ -2,7 +2,7 @@ r"""Learning benchmark: SAC or PPO on a MuJoCo task for a frame budget (HalfChee
 
   python -m bench.learn_mujoco [--agent sac|ppo] [--env_name HalfCheetah-v5]
                                [--frame_budget N] [--num_actors N] [--env_batch_size N]
-                               [--max_minutes 120]
+                               [--max_minutes 120] [SAC only: --replay_ratio R --mlp_size N ...]
 
 Starts a real learner and `num_actors` actors of `seed_rl.environments.mujoco.<agent>_main`
 (unix socket, as `./run_local.sh mujoco sac|ppo` does), follows the learner's per-episode log
@@ -29,9 +29,10 @@ AGENT_DEFAULTS = {'sac': dict(frame_budget=200000, target=3000, num_actors=1, en
                   'ppo': dict(frame_budget=1000000, target=1500, num_actors=2,
                               env_batch_size=16)}
 _PROGRESS = re.compile(r'Progress: (\d+)/')
-# SAC flags the command line may override; by default sac_main's own (its single-machine ones).
-_SAC_FLAGS = ('batch_size', 'replay_ratio', 'learning_rate', 'polyak', 'entropy_cost',
-              'target_entropy', 'mlp_size')
+# SAC flags the command line may override (name: type); by default sac_main's own (its
+# single-machine ones). --agent ppo refuses them.
+_SAC_FLAGS = {'batch_size': int, 'replay_ratio': float, 'learning_rate': float, 'polyak': float,
+              'entropy_cost': float, 'target_entropy': float, 'mlp_size': int}
 
 
 def _episodes(log_text: str) -> list:
@@ -52,8 +53,14 @@ def _flags(args: argparse.Namespace, logdir: pathlib.Path) -> list:
             f'--total_environment_frames={int(args.frame_budget)}',
             '--save_checkpoint_secs=100000', f'--seed={args.seed}']
   # The entry point's defaults (and ppo.gin for PPO), except for what was given.
-  overrides = {name: getattr(args, name) for name in _SAC_FLAGS} if args.agent == 'sac' else {}
-  return common + [f'--{name}={value}' for name, value in overrides.items() if value is not None]
+  return common + _sac_overrides(args)
+
+
+def _sac_overrides(args: argparse.Namespace) -> list:
+  """`--name=value` of each SAC flag of `_SAC_FLAGS` given on the command line, for the
+  learner's command line and the printed settings (`main` refuses them with `--agent ppo`)."""
+  values = {name: getattr(args, name) for name in _SAC_FLAGS}
+  return [f'--{name}={value}' for name, value in values.items() if value is not None]
 
 
 def _first_reached(episodes: list, window: int, target: float):
@@ -104,24 +111,22 @@ def main() -> None:
   parser.add_argument('--window', type=int, default=5)
   parser.add_argument('--num_actors', type=int, default=None)
   parser.add_argument('--env_batch_size', type=int, default=None)
-  parser.add_argument('--replay_ratio', type=float)
-  parser.add_argument('--learning_rate', type=float)
-  parser.add_argument('--polyak', type=float)
-  parser.add_argument('--entropy_cost', type=float)
-  parser.add_argument('--target_entropy', type=float)
-  parser.add_argument('--mlp_size', type=int)
   parser.add_argument('--seed', type=int, default=0)
   parser.add_argument('--logdir', default=None,
                       help='New directory that keeps the logs (default: a temporary one).')
-  parser.add_argument('--batch_size', type=int)
+  sac = parser.add_argument_group('SAC only', 'passed to sac_main (default: its own)')
+  for name, flag_type in _SAC_FLAGS.items():
+    sac.add_argument(f'--{name}', type=flag_type)
   args = parser.parse_args()
+  given = _sac_overrides(args)
+  if args.agent != 'sac' and given:
+    parser.error(f'{" ".join(given)}: SAC flags, which --agent {args.agent} does not take (it '
+                 'runs with ppo_main\'s defaults and ppo.gin)')
   for name, value in AGENT_DEFAULTS[args.agent].items():
     if getattr(args, name) is None:
       setattr(args, name, value)
 
   result = process_group.run_in_logdir(args.logdir, lambda logdir: run(args, logdir))
-  given = [f'--{name}={getattr(args, name)}' for name in _SAC_FLAGS
-           if args.agent == 'sac' and getattr(args, name) is not None]
   settings = f'{args.agent}_main\'s defaults' + (f' with {" ".join(given)}' if given else '')
   print(f'mujoco {args.agent} on {args.env_name}: {args.num_actors} actor(s) x '
         f'{args.env_batch_size} env(s), {settings}')
