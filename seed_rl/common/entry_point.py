@@ -13,6 +13,7 @@ sharding times, SavedModel assets). With `TF_CPP_MIN_LOG_LEVEL=0` nothing is fil
 keeps TensorFlow's Python INFO lines.
 """
 
+import atexit
 import gc
 import glob
 import importlib
@@ -118,6 +119,9 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
     create_agent_fn, create_optimizer_fn: passed to `learner_loop`.
     prepare_learner: run in the learner before `learner_loop`, once TensorFlow is imported
       (e.g. parsing the gin configuration).
+
+  After training, the learner's process exits without collecting TensorFlow's objects once
+  more: `gc.freeze` runs at the interpreter's exit, not when `run` returns.
   """
   if len(argv) > 1:
     raise app.UsageError(f'Too many command-line arguments: {list(argv[1:])}')
@@ -134,7 +138,8 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
       learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
       # Checkpoints, summaries and the exported policy are written: the interpreter's last
       # garbage collections over TensorFlow's many objects would only delay the exit by seconds.
-      gc.freeze()
+      # Frozen at exit, not now: whatever the caller runs after `run` is collected as usual.
+      atexit.register(gc.freeze)
     except ValueError as e:  # A configuration the learner refuses: one line, no traceback.
       logging.vlog(1, 'The learner stopped:', exc_info=True)
       sys.exit(f'seed_rl learner: {e} (--v=1 shows the traceback)')

@@ -45,3 +45,29 @@ def test_quiet_lines_are_noise_only_where_they_signal_nothing():
   assert entry_point.is_quiet_line('I0000 cpu_feature_guard.cc:210] This TensorFlow binary is '
                                    'optimized to use available CPU instructions', has_gpu=True)
   assert not entry_point.is_quiet_line('E0000 something else failed', has_gpu=False)
+
+
+
+# A learner whose loop returns at once, run from a script that goes on after `run`.
+_LEARNER_THEN_MORE = """
+import atexit, gc, types
+from seed_rl.common import common_flags, entry_point
+entry_point.FLAGS(['learner', '--run_mode=learner'])
+# Registered before `run` registers anything, so it runs last: atexit runs the latest first.
+atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))
+entry_point._import_learner_quietly = lambda name: types.SimpleNamespace(
+    learner_loop=lambda *args: None)
+entry_point.run(['learner'], None, 'learner', None, None)
+print('frozen after run:', gc.get_freeze_count())
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_learner_freezes_the_heap_only_when_the_process_exits():
+  """Whatever the caller of `run` does next (evaluate, a notebook's next cell) has its garbage
+  collected as usual; only the interpreter's exit skips collecting TensorFlow's objects."""
+  result = subprocess.run([sys.executable, '-c', _LEARNER_THEN_MORE], cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=50)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.splitlines() == ['frozen after run: 0', 'frozen at exit: True']
