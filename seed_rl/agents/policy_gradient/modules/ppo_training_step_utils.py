@@ -15,6 +15,7 @@ steps itself. `compute_advantages_and_split` is the library's split into transit
 
 import collections
 from typing import Any, Callable, Iterator
+import weakref
 
 import tensorflow as tf
 
@@ -189,13 +190,37 @@ def _check_unroll_shapes(args, num_replicas: int, virtual_batch_size: int,
                      f'virtual_batch_size={virtual_batch_size}.')
 
 
+# `ppo_training_step`'s optimizer steps: loss -> optimizer -> clip norm -> step. Each step is
+# one tf.function, kept while its loss and optimizer live, so that a caller running eagerly
+# traces it once instead of once per training step.
+_OPTIMIZER_STEPS: 'weakref.WeakKeyDictionary[Any, Any]' = weakref.WeakKeyDictionary()
+
+
 def _optimizer_step(loss_fn: Any, clip_norm: float | None,
                     optimizer: Any) -> Callable[[Any], tuple[tf.Tensor, dict]]:
   """`minibatch -> (loss, logs)`: one step of `optimizer` on `loss_fn.trainable_variables`,
-  the gradient clipped to the global norm `clip_norm` (None: not clipped)."""
+  the gradient clipped to the global norm `clip_norm` (None: not clipped).
+
+  The same tf.function for the same loss, optimizer and clip norm. It holds them weakly (the
+  cache is keyed by them), so that the cache does not keep a loss or optimizer alive.
+  """
+  steps = _OPTIMIZER_STEPS.setdefault(loss_fn, weakref.WeakKeyDictionary()).setdefault(
+      optimizer, {})
+  if clip_norm not in steps:
+    steps[clip_norm] = _new_optimizer_step(weakref.ref(loss_fn), clip_norm,
+                                           weakref.ref(optimizer))
+  return steps[clip_norm]
+
+
+def _new_optimizer_step(loss_ref: 'weakref.ref[Any]', clip_norm: float | None,
+                        optimizer_ref: 'weakref.ref[Any]'
+                        ) -> Callable[[Any], tuple[tf.Tensor, dict]]:
+  """The tf.function of `_optimizer_step`, reaching loss and optimizer through weak
+  references (they are alive whenever it is traced: `ppo_training_step` holds them)."""
 
   @tf.function
   def step(minibatch):
+    loss_fn, optimizer = loss_ref(), optimizer_ref()
     with tf.GradientTape() as tape, logging_module.LoggingTape(loss_fn) as logs:
       loss = minibatch_loss(loss_fn, minibatch)
     variables = loss_fn.trainable_variables  # After the loss built the agent, if it was not.
@@ -219,7 +244,8 @@ def ppo_training_step(epochs_per_step: int, loss_fn: Any, args, batch_mode: str,
   """Trains `loss_fn` for `epochs_per_step` epochs over `args`, SEED RL's library signature.
 
   Runs in the caller's (replica) context: `training_strategy` only tells how many replicas
-  share the virtual batch.
+  share the virtual batch. The optimizer step is one tf.function per loss, optimizer and
+  `clip_norm`, which later calls reuse: an eager caller traces it once, not every step.
 
   Args:
     epochs_per_step: passes over the batch.

@@ -1,6 +1,9 @@
 """PPO's training step: the minibatches each batch mode shows `minimize`, and the library
 signature `ppo_training_step` training a loss with its optimizer and logger."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -221,6 +224,47 @@ def test_ppo_training_step_trains_every_minibatch_of_every_epoch(batch_mode, age
   assert all(np.isfinite(value).all() for _, value in logs)
   assert len(before) == 6
   assert all(np.any(old != new) for old, new in zip(before, _variables(loss_fn)))
+
+
+class _TracedLoss(gol.GeneralizedOnPolicyLoss):
+  """The loss, counting the calls of `__call__`: in a tf.function, its traces."""
+
+  calls = 0
+
+  def __call__(self, *args, **kwargs):
+    self.calls += 1
+    return super().__call__(*args, **kwargs)
+
+
+def test_ppo_training_step_traces_its_optimizer_step_once_per_loss_optimizer_and_clip_norm():
+  """An eager caller's training steps reuse one traced optimizer step."""
+  loss_fn = _TracedLoss(helpers.TinyAgent(), None, helpers.DIST, advantages.GAE(0.9),
+                        policy_losses.ppo(0.2), 0.9)
+  optimizer = tf.keras.optimizers.SGD(0.1)
+  args = _time_major_unrolls()
+
+  def train(clip_norm=None, optimizer_=optimizer):
+    utils.ppo_training_step(1, loss_fn, args, 'repeat', tf.distribute.get_strategy(), helpers.B,
+                            helpers.T, 1, clip_norm, optimizer_, progress_logger.ProgressLogger())
+    return loss_fn.calls
+
+  first = train()
+  assert first >= 1
+  assert train() == train() == first  # Traced once: later steps only run the graph.
+  assert train(clip_norm=1.) > first  # Another clip norm is another step.
+  traced = loss_fn.calls
+  assert train(optimizer_=tf.keras.optimizers.SGD(0.1)) > traced  # So is another optimizer.
+
+
+def test_the_cached_optimizer_step_keeps_neither_loss_nor_optimizer_alive():
+  loss_fn, optimizer = _loss_fn(helpers.TinyAgent()), tf.keras.optimizers.SGD(0.1)
+  utils.ppo_training_step(1, loss_fn, _time_major_unrolls(), 'repeat',
+                          tf.distribute.get_strategy(), helpers.B, helpers.T, 1, None, optimizer,
+                          progress_logger.ProgressLogger())
+  references = [weakref.ref(loss_fn), weakref.ref(optimizer)]
+  del loss_fn, optimizer
+  gc.collect()
+  assert [reference() for reference in references] == [None, None]
 
 
 def test_ppo_training_step_checks_the_unrolls_against_its_sizes():
