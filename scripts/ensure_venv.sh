@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Sourced by run_tests.sh and run_local.sh: makes sure .venv exists and holds seed_rl (editable)
-# with the requested extras. pip runs only when no successful install since setup.py or the
-# Python last changed provides those extras, so a second call costs well under a second. An
-# install provides the extras it asked for and every extra whose requirements it installed too:
-# after `.[test]` (run_tests.sh) a run that asks for the core or for `mujoco` (run_local.sh)
-# installs nothing.
+# with the requested extras. pip runs only when no successful install since setup.py, the
+# package's version or the Python last changed provides those extras, so a second call costs well
+# under a second. An install provides the extras it asked for and every extra whose requirements
+# it installed too: after `.[test]` (run_tests.sh) a run that asks for the core or for `mujoco`
+# (run_local.sh) installs nothing.
 #
 # Usage: source scripts/ensure_venv.sh; seed_rl_ensure_venv EXTRA[,EXTRA...]   (e.g. "test" or
 # "" for the core only). Sets SEED_RL_PYTHON to the venv's python.
@@ -22,9 +22,10 @@ seed_rl_env_extras() {
 }
 
 # The stamp (.seed_rl_installed in the venv) holds one line per successful install:
-# "HASH extras=EXTRA,EXTRA...": HASH of setup.py and the Python, then the extras that install
-# provides. A changed setup.py or Python changes HASH, so the lines of older installs stop
-# counting.
+# "HASH extras=EXTRA,EXTRA...": HASH of setup.py, the `__version__` line of seed_rl/__init__.py
+# (setup.py reads the version there; the editable install's metadata keeps the version it was
+# installed with) and the Python, then the extras that install provides. A change to any of them
+# changes HASH, so the lines of older installs stop counting.
 
 # Does the stamp $1 record installs with hash $2 that provide each of the extras $3
 # (comma-separated; "" for the core alone, which any install provides)?
@@ -91,7 +92,11 @@ seed_rl_ensure_venv() {
   [ -n "$extras" ] || spec="."
   local stamp="$venv/.seed_rl_installed"
   local install_hash
-  install_hash="$( { cat "$root/setup.py"; "$venv/bin/python" -V; } | sha256sum | cut -d' ' -f1)"
+  install_hash="$( {
+    cat "$root/setup.py"
+    grep -m1 '^__version__ = ' "$root/seed_rl/__init__.py" || true
+    "$venv/bin/python" -V
+  } | sha256sum | cut -d' ' -f1)"
   if ! seed_rl_stamp_provides "$stamp" "$install_hash" "$extras"; then
     # One install at a time: two runs started together would otherwise run pip at once in the
     # same venv and break it. The second one waits, then finds the stamp written.

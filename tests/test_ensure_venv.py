@@ -1,12 +1,13 @@
 """scripts/ensure_venv.sh: when pip runs. An install of some extras serves a later request for
 any extras it provides (run_tests.sh installs `test`, run_local.sh then asks for the core or for
-`mujoco`); a changed setup.py installs again.
+`mujoco`); a changed setup.py or package version installs again.
 
 The venv is a directory whose bin/python answers `-V` itself, records its `-m pip ...` calls
 instead of installing, and hands anything else (reading seed_rl's installed metadata) to this
 Python."""
 
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -28,10 +29,13 @@ esac
 
 @pytest.fixture
 def checkout(tmp_path):
-  """A copy of the checkout's setup.py and ensure_venv.sh, and a venv whose pip records."""
+  """A copy of the checkout's setup.py, seed_rl/__init__.py (the version) and ensure_venv.sh,
+  and a venv whose pip records."""
   root = tmp_path / 'checkout'
   (root / 'scripts').mkdir(parents=True)
+  (root / 'seed_rl').mkdir()
   shutil.copy(ROOT / 'setup.py', root / 'setup.py')
+  shutil.copy(ROOT / 'seed_rl' / '__init__.py', root / 'seed_rl' / '__init__.py')
   shutil.copy(ROOT / 'scripts' / 'ensure_venv.sh', root / 'scripts' / 'ensure_venv.sh')
   python = tmp_path / 'venv' / 'bin' / 'python'
   python.parent.mkdir(parents=True)
@@ -87,4 +91,20 @@ def test_a_changed_setup_py_installs_again(checkout):
   with open(checkout / 'setup.py', 'a') as f:
     f.write('# changed\n')
   assert _ensure(checkout, '') == ['-m pip install --disable-pip-version-check -q -e .']
+  assert _ensure(checkout, '') == []
+
+
+def test_a_new_package_version_installs_again(checkout):
+  """setup.py reads the version from seed_rl/__init__.py; the editable install's metadata keeps
+  the version it was installed with until pip runs again."""
+  assert len(_ensure(checkout, 'test')) == 1
+  init = checkout / 'seed_rl' / '__init__.py'
+  text = init.read_text()
+  version = re.search(r"^__version__ = '([^']+)'$", text, re.M).group(1)
+  init.write_text(text.replace(f"__version__ = '{version}'", f"__version__ = '{version}.1'"))
+  assert _ensure(checkout, '') == ['-m pip install --disable-pip-version-check -q -e .']
+  assert _ensure(checkout, '') == []
+  # The rest of the file (its docstring) is not the version: a change there installs nothing.
+  with open(init, 'a') as f:
+    f.write('# changed\n')
   assert _ensure(checkout, '') == []
