@@ -21,7 +21,6 @@ the environment process never imports the caller's script.
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -30,13 +29,12 @@ from typing import Any
 import numpy as np
 
 from seed_rl import evaluation_env
+from seed_rl import run_identity
 from seed_rl.common.structures import EnvOutput
 
-# What `seed_rl.common.learner_runtime.run_record` and `checkpoints` write (they import
-# TensorFlow, which the error paths here do without).
+# What `seed_rl.common.learner_runtime.checkpoints` writes (it imports TensorFlow, which the
+# error paths here do without); the run record's files are named by `run_identity`.
 SAVED_MODEL_DIR = 'saved_model'
-FLAGS_FILE = 'learner_flags.txt'
-RUNS_FILE = 'runs.jsonl'
 
 EvaluateError = evaluation_env.EvaluateError
 RunInfo = evaluation_env.RunInfo
@@ -70,16 +68,6 @@ def _read_text(path: str) -> str:
     return f.read()
 
 
-def _recorded_script(record: dict[str, Any]) -> str | None:
-  """The entry point's file as a record of a learner older than `entry_point_file` shows it:
-  its `argv[0]` when that is a `.py` file (a relative path, of a script run by path, is taken
-  from the current directory)."""
-  argv = record.get('argv') or [None]
-  if isinstance(argv[0], str) and argv[0].endswith('.py'):
-    return os.path.abspath(argv[0])
-  return None
-
-
 def read_run_info(logdir: str, entry_point: str | None = None,
                   create_env_fn: str | None = None) -> RunInfo:
   """The entry point, environment factory, agent and flags of `logdir`'s last learner run.
@@ -87,7 +75,8 @@ def read_run_info(logdir: str, entry_point: str | None = None,
   `entry_point` ('package.module') and `create_env_fn` ('package.module:function') replace
   what `runs.jsonl` says; with both, the logdir needs neither `runs.jsonl` nor
   `learner_flags.txt` (logdirs of learners older than those files). The entry point's file
-  comes from the record (or its `argv` in older ones) unless `entry_point` replaces it.
+  comes from the record (`run_identity.last_start`: its `argv` in older ones) unless
+  `entry_point` replaces it.
 
   Raises:
     EvaluateError: no `saved_model/`, or a missing or unreadable run record.
@@ -95,9 +84,9 @@ def read_run_info(logdir: str, entry_point: str | None = None,
   if not _exists(os.path.join(logdir, SAVED_MODEL_DIR)):
     raise EvaluateError(f'no exported policy in {logdir}: train with a learner first '
                         f'(learners export {SAVED_MODEL_DIR}/ with every checkpoint).')
-  flags_path = os.path.join(logdir, FLAGS_FILE)
-  runs_path = os.path.join(logdir, RUNS_FILE)
-  missing = [name for name, path in ((RUNS_FILE, runs_path), (FLAGS_FILE, flags_path))
+  runs_file, flags_file = run_identity.RUNS_FILE, run_identity.FLAGS_FILE
+  runs_path, flags_path = os.path.join(logdir, runs_file), os.path.join(logdir, flags_file)
+  missing = [name for name, path in ((runs_file, runs_path), (flags_file, flags_path))
              if not _exists(path)]
   if missing and not (entry_point and create_env_fn):
     raise EvaluateError(
@@ -106,24 +95,22 @@ def read_run_info(logdir: str, entry_point: str | None = None,
         'seed_rl.environments.gym.vtrace_main) and --create_env_fn=MODULE:FUNCTION (e.g. '
         'seed_rl.environments.gym.env:create_environment), and the learner\'s flags as '
         '--flag=value (e.g. --env_name=CartPole-v1).')
-  record = {}
-  if RUNS_FILE not in missing:
-    lines = [line for line in _read_text(runs_path).splitlines() if line.strip()]
+  start = run_identity.Start()
+  if runs_file not in missing:
     try:
-      record = json.loads(lines[-1]) if lines else {}
-    except json.JSONDecodeError as e:
-      raise EvaluateError(f'{runs_path}: its last line is not JSON ({e}).') from e
+      start = run_identity.last_start(_read_text(runs_path), runs_path)
+    except run_identity.RecordError as e:
+      raise EvaluateError(f'{e}.') from e
   entry_point_file = None
   if not entry_point:
-    entry_point = record.get('entry_point')
-    entry_point_file = record.get('entry_point_file') or _recorded_script(record)
-  create_env_fn = create_env_fn or record.get('create_env_fn')
+    entry_point, entry_point_file = start.entry_point, start.entry_point_file
+  create_env_fn = create_env_fn or start.create_env_fn
   if not create_env_fn:
     raise EvaluateError(f'{runs_path} does not name the environment factory: pass '
                         '--create_env_fn=MODULE:FUNCTION.')
-  learner_flags = (None if FLAGS_FILE in missing
+  learner_flags = (None if flags_file in missing
                    else _read_text(flags_path).splitlines())
-  run = RunInfo(entry_point, create_env_fn, record.get('agent'), learner_flags,
+  run = RunInfo(entry_point, create_env_fn, start.agent, learner_flags,
                 entry_point_file)
   if not entry_point and not entry_point_file:
     raise EvaluateError(f'{runs_path} does not name the learner\'s entry point: '

@@ -2,12 +2,15 @@
 
 A learner records how it was started (`seed_rl.common.learner_runtime.run_record`):
 `runs.jsonl` (one JSON line per start: entry point module, environment factory, agent) and
-`learner_flags.txt` (its flags, one `--name=value` a line). `seed_rl.plot` compares these records
+`learner_flags.txt` (its flags, one `--name=value` a line). This module is the one reader of
+those records (`last_start` for `seed_rl.evaluate`, `read_record` for `seed_rl.plot`) and names
+their files for the writer too. `seed_rl.plot` compares these records
 so that it averages runs only as seeds of one setup: runs are seeds of one setup where their
 `Identity` is equal, i.e. the same environment, agent, entry point and flags, except for the
 flags that name one run rather than its setup (`PER_RUN_FLAGS`).
 
-Reads plain files and JSON only (no TensorFlow), like the rest of `seed_rl.plot`.
+Reads plain files and JSON only (no TensorFlow), like the rest of `seed_rl.plot` and the
+error paths of `seed_rl.evaluate`.
 """
 
 import dataclasses
@@ -15,8 +18,8 @@ import json
 import os
 from typing import Mapping, Optional, Sequence
 
-# What `seed_rl.common.learner_runtime.run_record` writes (it imports TensorFlow, which the
-# reading here does without).
+# The files `seed_rl.common.learner_runtime.run_record` writes (it imports TensorFlow, which
+# the readers do without, so the names are defined here).
 RUNS_FILE = 'runs.jsonl'
 FLAGS_FILE = 'learner_flags.txt'
 
@@ -113,18 +116,52 @@ def _parse_flags(text: str) -> dict[str, str]:
   return flags
 
 
-def _read_last_start(path: str) -> dict:
-  with open(path, encoding='utf-8') as f:
-    lines = [line for line in f.read().splitlines() if line.strip()]
+@dataclasses.dataclass(frozen=True)
+class Start:
+  """One learner start, as a line of `runs.jsonl` records it (None where it does not say)."""
+  # The module the learner ran as (`python -m MODULE`); None for a script run by path.
+  entry_point: Optional[str] = None
+  # The entry point's absolute file. Records of learners older than `entry_point_file` show it
+  # only as `argv[0]`, taken where it is a `.py` file (relative: from the current directory).
+  entry_point_file: Optional[str] = None
+  create_env_fn: Optional[str] = None  # 'package.module:function'.
+  agent: Optional[str] = None
+
+
+def _recorded_file(entry: Mapping) -> Optional[str]:
+  """`entry`'s entry point file, else its `argv[0]` where that is a `.py` file."""
+  if entry.get('entry_point_file'):
+    return entry['entry_point_file']
+  argv = entry.get('argv') or [None]
+  if isinstance(argv[0], str) and argv[0].endswith('.py'):
+    return os.path.abspath(argv[0])
+  return None
+
+
+def last_start(text: str, path: str) -> Start:
+  """The last start that `text`, the content of the runs file `path`, records (an empty
+  `Start` for a file without lines); `path` names the file in errors. Takes the text rather
+  than the path so that callers read remote logdirs (`gs://`) their own way.
+
+  Raises:
+    RecordError: its last line is not a JSON object.
+  """
+  lines = [line for line in text.splitlines() if line.strip()]
   if not lines:
-    return {}
+    return Start()
   try:
     entry = json.loads(lines[-1])
   except json.JSONDecodeError as e:
     raise RecordError(f'{path}: its last line is not JSON ({e})') from e
   if not isinstance(entry, dict):
     raise RecordError(f'{path}: its last line is not a JSON object')
-  return entry
+  return Start(entry.get('entry_point'), _recorded_file(entry), entry.get('create_env_fn'),
+               entry.get('agent'))
+
+
+def _read_text(path: str) -> str:
+  with open(path, encoding='utf-8') as f:
+    return f.read()
 
 
 def read_record(logdir: str) -> Optional[RunRecord]:
@@ -137,14 +174,11 @@ def read_record(logdir: str) -> Optional[RunRecord]:
   runs_path, flags_path = (os.path.join(logdir, name) for name in (RUNS_FILE, FLAGS_FILE))
   if not has_record(logdir):
     return None
-  entry = _read_last_start(runs_path) if os.path.isfile(runs_path) else {}
-  flags = None
-  if os.path.isfile(flags_path):
-    with open(flags_path, encoding='utf-8') as f:
-      flags = _parse_flags(f.read())
+  start = last_start(_read_text(runs_path), runs_path) if os.path.isfile(runs_path) else Start()
+  flags = _parse_flags(_read_text(flags_path)) if os.path.isfile(flags_path) else None
   # A script run by path has no module name; its file's name tells it apart.
-  entry_point = entry.get('entry_point') or os.path.basename(entry.get('entry_point_file') or '')
-  return RunRecord(logdir, entry_point or None, entry.get('agent'), flags)
+  entry_point = start.entry_point or os.path.basename(start.entry_point_file or '')
+  return RunRecord(logdir, entry_point or None, start.agent, flags)
 
 
 def _by_canonical_name(flags: Mapping[str, str], names: set) -> dict[str, str]:

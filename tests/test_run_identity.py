@@ -1,5 +1,7 @@
 """Tests of `seed_rl.run_identity`: what sets runs apart, read from the learners' run records."""
 
+import json
+
 from absl import flags
 import pytest
 
@@ -85,3 +87,28 @@ def test_run_logdirs_below_a_parent_are_found_but_not_inside_a_run(tmp_path):
     _write_record(tmp_path / name)
   assert run_identity.find_run_logdirs(str(tmp_path)) == [str(tmp_path / 'a'),
                                                           str(tmp_path / 'b' / 'seed1')]
+
+
+def test_a_script_run_by_path_is_named_by_its_file_also_in_older_records(tmp_path):
+  """Learners older than `entry_point_file` recorded a script run by path only in `argv`."""
+  for name, entry in {'new': {'entry_point_file': '/project/learner_main.py'},
+                      'old': {'argv': ['/project/learner_main.py', '--run_mode=learner']},
+                      'relative': {'argv': ['project/learner_main.py']}}.items():
+    (tmp_path / name).mkdir()
+    (tmp_path / name / run_identity.RUNS_FILE).write_text(
+        json.dumps(dict(entry, entry_point=None, agent='VTRACE')) + '\n')
+    assert run_identity.read_record(str(tmp_path / name)).entry_point == 'learner_main.py', name
+
+
+def test_the_last_start_is_read_from_text(tmp_path, monkeypatch):
+  """A relative `argv[0]` of an older record is taken from the current directory."""
+  monkeypatch.chdir(tmp_path)
+  text = (json.dumps({'entry_point': 'a.main', 'agent': 'R2D2'}) + '\n' +
+          json.dumps({'entry_point': None, 'argv': ['learner.py'], 'agent': 'VTRACE',
+                      'create_env_fn': '__main__:create_environment'}) + '\n\n')
+  assert run_identity.last_start(text, 'runs.jsonl') == run_identity.Start(
+      None, str(tmp_path / 'learner.py'), '__main__:create_environment', 'VTRACE')
+  assert run_identity.last_start('\n', 'runs.jsonl') == run_identity.Start()
+  with pytest.raises(run_identity.RecordError, match='^runs.jsonl: its last line is not a JSON '
+                                                     'object$'):
+    run_identity.last_start('[1]\n', 'runs.jsonl')
