@@ -449,12 +449,28 @@ def _seeds(n: int) -> str:
   return f'{n} seed' if n == 1 else f'{n} seeds'
 
 
-def _panels(curves_: Sequence[Curve]) -> dict[Optional[str], list[Curve]]:
-  """Curves by environment (None: not recorded), in the order they first appear: returns of
-  different environments are on different scales."""
+NO_RECORD_PANEL = 'runs without a run record'
+NO_ENV_PANEL = 'environment not recorded'
+
+
+def _panel_key(curve: Curve) -> tuple[bool, Optional[str]]:
+  """(whether the curve has a run record, the environment it names or None)."""
+  return (curve.identity is not None, curve.identity.env if curve.identity else None)
+
+
+def _panel_title(key: tuple[bool, Optional[str]]) -> str:
+  """The environment, else why there is none: no run record (older learners), or a record
+  that names none (no `learner_flags.txt`, or an entry point without --env_name or --game)."""
+  has_record, env = key
+  return env or (NO_ENV_PANEL if has_record else NO_RECORD_PANEL)
+
+
+def _panels(curves_: Sequence[Curve]) -> dict[tuple[bool, Optional[str]], list[Curve]]:
+  """Curves by `_panel_key`, in the order they first appear: returns of different environments
+  are on different scales."""
   panels = {}
   for curve in curves_:
-    panels.setdefault(curve.identity.env if curve.identity else None, []).append(curve)
+    panels.setdefault(_panel_key(curve), []).append(curve)
   return panels
 
 
@@ -466,7 +482,7 @@ def plot_curves(curves_: Sequence[Curve], path: str, x: str = 'frames',
   figure.
 
   Each environment gets a panel of `size` titled by its name (up to 3 side by side); curves
-  without a run record share one. `title` titles the figure.
+  without a run record share one, and so do those whose record names no environment. `title` titles the figure.
   """
   # Imported here: the summary and CSV need no matplotlib, and no pyplot state is touched.
   from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -479,7 +495,7 @@ def plot_curves(curves_: Sequence[Curve], path: str, x: str = 'frames',
   grid = figure.subplots(rows, columns, squeeze=False).ravel()
   for unused in grid[len(panels):]:
     figure.delaxes(unused)
-  for axes, (env, members) in zip(grid, panels.items()):
+  for axes, (key, members) in zip(grid, panels.items()):
     for curve in members:
       (line,) = axes.plot(curve.x, curve.mean, marker='o' if curve.x.size == 1 else None,
                           label=f'{curve.display_name} ({_seeds(curve.n_seeds)})')
@@ -488,8 +504,9 @@ def plot_curves(curves_: Sequence[Curve], path: str, x: str = 'frames',
                           linewidth=0)
     axes.set_xlabel(X_AXES[x])
     axes.set_ylabel(tag)
+    env = key[1]
     if len(panels) > 1:
-      axes.set_title(env or 'runs without a run record')
+      axes.set_title(_panel_title(key))
     elif title or env:
       axes.set_title(title or env)
     axes.grid(alpha=0.3)

@@ -464,3 +464,18 @@ def test_runs_without_a_record_are_never_averaged_with_recorded_ones(tmp_path, c
   assert err == [f'seed_rl.plot: error: {mixed / "seed2"} holds event files but no run record '
                  f'(runs.jsonl), unlike the run logdirs beside it under {mixed}: name the '
                  f'logdirs to plot instead of {mixed}']
+
+
+def test_runs_whose_record_names_no_environment_have_a_panel_of_their_own(tmp_path):
+  """A record without `learner_flags.txt` names no environment: its panel says so, apart from
+  that of runs without a record."""
+  _recorded_run(tmp_path / 'cartpole', VTRACE_SEED1, seed=1)
+  _write(tmp_path / 'flagless', VTRACE_SEED2)
+  run_record.write(str(tmp_path / 'flagless'), None, _create_environment, 'PPO')
+  assert not (tmp_path / 'flagless' / run_record.FLAGS_FILE).exists()
+  _write(tmp_path / 'old', R2D2_SEED1)  # A learner older than run records.
+  loaded = plot.load_runs([str(tmp_path / name) for name in ('cartpole', 'flagless', 'old')])
+  figure = plot.plot_curves(plot.curves(loaded), str(tmp_path / 'a.png'))
+  assert [axes.get_title() for axes in figure.axes] == [
+      'CartPole-v1', plot.NO_ENV_PANEL, plot.NO_RECORD_PANEL]
+  assert plot.NO_ENV_PANEL == 'environment not recorded'
