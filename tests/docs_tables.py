@@ -1,21 +1,28 @@
-"""Reads the reference pages in docs/ for tests that hold them to the code they describe.
+"""Reads the reference pages in docs/ (and README) for tests that hold them to the code they
+describe.
 
 A page's flag tables (`| flag | default | ... |` rows) are compared with the defaults the code
 defines, read by importing a module in a process of its own: agents' flag modules that are
-imported together share flags and set each other's defaults.
+imported together share flags and set each other's defaults. A page's shell commands
+(`shell_commands`) are run as written; its `gcp/... --dry-run` ones by `run_dry_runs`.
 """
 
 import functools
 import json
 import math
+import os
+import pathlib
 import re
+import shlex
 import subprocess
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from tests.processes import ROOT
 
 DOCS = ROOT / 'docs'
+
+_FENCED_SH = re.compile(r'^ *```sh\n(.*?)^ *```$', re.MULTILINE | re.DOTALL)
 
 _PRINT_DEFAULTS = ('import importlib, json, sys\n'
                    'from absl import flags\n'
@@ -64,7 +71,7 @@ def matches(documented: str, default: Any) -> bool:
     return default is (documented == 'true')
   if isinstance(default, (int, float)) and not isinstance(default, bool):
     return math.isclose(float(documented), default)
-  return documented == default
+  return False  # Equal strings returned above.
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,3 +97,31 @@ def mismatches(rows: List[List[str]], column: int, defaults: Dict[str, Any]) -> 
       if not matches(value, defaults[name]):
         found.append(f'--{name}: documented {value!r}, defined {defaults[name]!r}')
   return found
+
+
+def shell_commands(text: str) -> List[str]:
+  """The commands of every ```sh block of `text`, continuations joined, comments dropped."""
+  commands = []
+  for block in _FENCED_SH.findall(text):
+    for line in re.sub(r'\\\n\s*', ' ', block).splitlines():
+      line = re.sub(r'\s#\s.*$', '', line).strip()
+      if line and not line.startswith('#'):
+        commands.append(line)
+  return commands
+
+
+def gcp_dry_runs(commands: Sequence[str]) -> List[str]:
+  """The `gcp/... --dry-run` commands among `commands`."""
+  return [c for c in commands if c.startswith('gcp/') and '--dry-run' in c.split()]
+
+
+def run_dry_runs(commands: Sequence[str], tmp_path: pathlib.Path) -> None:
+  """Runs each `gcp/... --dry-run` command from the repository's root and asserts that it ends
+  with status 0. The specs they write go to `tmp_path` (SPEC_DIR), and this Python's
+  directory comes first on PATH, so that the scripts' `python3` is the tests' own."""
+  env = dict(os.environ, SPEC_DIR=str(tmp_path),
+             PATH=f'{pathlib.Path(sys.executable).parent}:{os.environ["PATH"]}')
+  for command in commands:
+    result = subprocess.run(shlex.split(command), cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, f'{command}: {result.stderr[-1500:]}'

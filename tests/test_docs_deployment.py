@@ -9,7 +9,6 @@
   TF_CONFIG example makes `gcp/run.py --dry_run` start the tasks the page says.
 """
 
-import os
 import pathlib
 import re
 import shlex
@@ -19,8 +18,8 @@ from typing import List, Set
 
 import pytest
 
+from tests.docs_tables import gcp_dry_runs, run_dry_runs, shell_commands, table_rows
 from tests.processes import ROOT
-from tests.test_readme import _shell_commands
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,8 +42,7 @@ def _section(heading: str) -> str:
 
 def _first_column(text: str) -> List[str]:
   """The first cell of every table row of `text` below the header rows."""
-  rows = [line for line in text.splitlines() if line.startswith('|')]
-  return [re.split(r'(?<!\\)\|', row)[1].strip() for row in rows[2:]]
+  return [row[0] for row in table_rows(text)[2:]]
 
 
 def _variables_in_table(text: str) -> Set[str]:
@@ -95,7 +93,7 @@ def test_the_run_py_flag_table_has_its_flags_and_defaults():
 
 
 def _page_commands() -> List[str]:
-  return _shell_commands(DOC.read_text())
+  return shell_commands(DOC.read_text())
 
 
 def _security_flags() -> List[str]:
@@ -105,14 +103,9 @@ def _security_flags() -> List[str]:
 
 
 def test_every_gcp_dry_run_of_the_page_runs(tmp_path):
-  commands = [c for c in _page_commands() if c.startswith('gcp/') and '--dry-run' in c.split()]
+  commands = gcp_dry_runs(_page_commands())
   assert len(commands) >= 3, commands
-  env = dict(os.environ, SPEC_DIR=str(tmp_path),
-             PATH=f'{pathlib.Path(sys.executable).parent}:{os.environ["PATH"]}')
-  for command in commands:
-    result = subprocess.run(shlex.split(command), cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=60, check=False)
-    assert result.returncode == 0, f'{command}: {result.stderr[-1500:]}'
+  run_dry_runs(commands, tmp_path)
 
 
 def test_the_entry_point_commands_of_the_page_pass_the_flag_check():

@@ -11,7 +11,6 @@
 (The "Bring your own environment" example is run as written by tests/test_readme_examples.py.)
 """
 
-import os
 import pathlib
 import re
 import shlex
@@ -21,23 +20,12 @@ from typing import List
 
 import pytest
 
+from tests.docs_tables import gcp_dry_runs, run_dry_runs, shell_commands
 from tests.processes import ROOT
 
 README = ROOT / 'README.md'
 MAX_LINES = 400
-_FENCED_SH = re.compile(r'^ *```sh\n(.*?)^ *```$', re.MULTILINE | re.DOTALL)
 _LINK = re.compile(r'\]\(([^)\s]+)\)')
-
-
-def _shell_commands(text: str) -> List[str]:
-  """The commands of every ```sh block of `text`, continuations joined, comments dropped."""
-  commands = []
-  for block in _FENCED_SH.findall(text):
-    for line in re.sub(r'\\\n\s*', ' ', block).splitlines():
-      line = re.sub(r'\s#\s.*$', '', line).strip()
-      if line and not line.startswith('#'):
-        commands.append(line)
-  return commands
 
 
 def _anchor(heading: str) -> str:
@@ -93,7 +81,7 @@ def _run_local_check(command: str, tmp_path: pathlib.Path) -> List[str]:
 
 def _entry_point_checks(tmp_path: pathlib.Path) -> List[List[str]]:
   checks = []
-  for command in _shell_commands(README.read_text()):
+  for command in shell_commands(README.read_text()):
     if 'ENV AGENT' in command:  # The usage line.
       continue
     if command.startswith('./run_local.sh ') and ' --docker ' not in f' {command} ':
@@ -128,15 +116,9 @@ def test_every_entry_point_command_of_readme_passes_the_flag_check(tmp_path):
 @pytest.mark.timeout(300)
 def test_every_gcp_dry_run_of_readme_runs(tmp_path):
   text = README.read_text()
-  commands = [c for c in _shell_commands(text) + _inline_commands(text)
-              if c.startswith('gcp/') and '--dry-run' in c.split()]
+  commands = gcp_dry_runs(shell_commands(text) + _inline_commands(text))
   assert commands, 'README shows no gcp dry run'
-  env = dict(os.environ, SPEC_DIR=str(tmp_path), PATH=f'{pathlib.Path(sys.executable).parent}:'
-             f'{os.environ["PATH"]}')
-  for command in commands:
-    result = subprocess.run(shlex.split(command), cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=120, check=False)
-    assert result.returncode == 0, f'{command}: {result.stderr[-1500:]}'
+  run_dry_runs(commands, tmp_path)
 
 
 @pytest.mark.timeout(120)
