@@ -14,7 +14,9 @@ MountainCarContinuous-v0). `toy_env`, `toy_memory_env` and `bit_flip` are the to
 
 `create_environment_fn(env_id, config)` is the `(env_id, config) -> env` of the actors and
 learners: it reads `env_name`, `discretization`, `n_actions_per_dim` and `action_ratio` from
-`config` (the flags of `env_flags`) and refuses `num_action_repeats != 1`.
+`config` (the flags of `env_flags`) and refuses `num_action_repeats != 1`. `check_env_name` is
+the check of a name that `create_environment` makes first; the launchers' flag check
+(`seed_rl.environments.env_names`) calls it too, before anything starts.
 """
 
 import difflib
