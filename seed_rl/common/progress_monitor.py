@@ -42,15 +42,18 @@ class Episode(NamedTuple):
   frames: float
 
 
-def episodes_of_line(line: str) -> Tuple[Optional[str], List[Episode]]:
-  """`(kind, episodes)` of one learner log line: kind 'training', 'eval' or None (not said).
+class _EpisodeLine(NamedTuple):
+  """What a learner's episode line says, read once for all its readers."""
+  kind: Optional[str]  # 'training', 'eval' or None (not said).
+  exploration: Optional[str]  # How the episodes explored (e.g. 'epsilon-greedy'); None: policy.
+  episodes: List[Episode]  # Oldest first (see `episodes_of_line`).
 
-  The episodes the line accounts for, oldest first: those it counts without showing them (each
-  given their means), then the episode it shows. Empty for other lines.
-  """
+
+def _parse_episode_line(line: str) -> Optional[_EpisodeLine]:
+  """The episode line `line` parsed; None for other lines."""
   match = RETURN.search(line)
   if not match:
-    return None, []
+    return None
   rest = line[match.end():]
   kind = _KIND.search(rest)
   more = _MORE.search(rest)
@@ -58,14 +61,17 @@ def episodes_of_line(line: str) -> Tuple[Optional[str], List[Episode]]:
   if more:
     episodes = [Episode(*(float(more.group(g)) for g in (2, 3, 4)))] * int(more.group(1))
   shown = Episode(float(match.group(2)), float(match.group(3)), float(match.group(4)))
-  return (kind.group(1) if kind else None), episodes + [shown]
+  return _EpisodeLine(kind.group(1) if kind else None, match.group(1), episodes + [shown])
 
 
-def exploration_of_line(line: str) -> Optional[str]:
-  """How the episodes of a learner's episode line explored (e.g. 'epsilon-greedy'); None when
-  they acted on the policy, or for other lines."""
-  match = RETURN.search(line)
-  return match.group(1) if match else None
+def episodes_of_line(line: str) -> Tuple[Optional[str], List[Episode]]:
+  """`(kind, episodes)` of one learner log line: kind 'training', 'eval' or None (not said).
+
+  The episodes the line accounts for, oldest first: those it counts without showing them (each
+  given their means), then the episode it shows. Empty for other lines.
+  """
+  parsed = _parse_episode_line(line)
+  return (parsed.kind, parsed.episodes) if parsed else (None, [])
 
 
 def parse_episodes(text: str, kind: Optional[str] = None) -> List[Episode]:
@@ -131,11 +137,12 @@ class Progress(object):
         self._samples.append((now, self.frames))
         self.status = None
         continue
-      kind, episodes = episodes_of_line(line)
-      if episodes:
-        if kind != 'eval':  # Evaluation episodes are not training returns.
-          self.returns.extend(e.episode_return for e in episodes[-self.returns.maxlen:])
-          self.exploration = exploration_of_line(line)
+      episode_line = _parse_episode_line(line)
+      if episode_line:
+        if episode_line.kind != 'eval':  # Evaluation episodes are not training returns.
+          self.returns.extend(
+              e.episode_return for e in episode_line.episodes[-self.returns.maxlen:])
+          self.exploration = episode_line.exploration
         continue
       match = FINISHED.search(line)
       if match:

@@ -64,8 +64,11 @@ def test_the_line_says_when_its_returns_are_of_exploring_episodes():
   log = f'{training}\n{evaluation}\n'
   assert progress_monitor.parse_episodes(log, 'training') == [(1., 10., 5.), (3., 30., 9.)]
   assert progress_monitor.parse_episode_returns(log, 'eval') == [7.]
-  assert progress_monitor.exploration_of_line(training) == 'epsilon-greedy'
-  assert progress_monitor.exploration_of_line(evaluation) is None
+  assert progress.exploration == 'epsilon-greedy'  # The evaluation line after it changes nothing.
+  progress.update(['I1204 episodes.py:1] Return: 5.0 Raw return: 5.0 Frames: 9 Env id: 1 '
+                   '(training) Iteration: 4'], now=2.)
+  assert progress.exploration is None
+  assert 'return 3.00 (mean of the last 3 episodes)' in progress.line()
 
 
 def test_the_line_says_what_the_first_training_step_waits_for():
