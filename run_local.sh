@@ -309,21 +309,28 @@ echo "seed_rl: logs in $LOGDIR/logs; $board; stop with Ctrl-C or ${stop_command%
   --pid "$LEARNER_PID" &
 MONITOR_PID=$!
 
-# The monitor ends at the learner's line saying that training finished, or when the learner
-# exits. From that line on the actors and TensorBoard have nothing left to do: they stop at once,
-# while the learner exits (seconds of TensorFlow's teardown), not after it.
+# The monitor ends at the learner's line saying that training finished, with the status
+# progress_monitor.EXIT_TRAINING_FINISHED, or when the learner exits. The actors stop by
+# themselves then (the learner tells them that training finished); TensorBoard has nothing left
+# to show and is stopped at once, with any actor not gone yet, while the learner exits (seconds
+# of TensorFlow's teardown), not after it.
+MONITOR_SAW_FINISHED=3  # progress_monitor.EXIT_TRAINING_FINISHED
 while kill -0 "$LEARNER_PID" 2>/dev/null && kill -0 "$MONITOR_PID" 2>/dev/null; do
   sleep 0.2
 done
-if kill -0 "$LEARNER_PID" 2>/dev/null &&
-   grep -qE 'Training (already )?finished at ' "$LOGDIR/logs/learner.log"; then
-  kill -TERM "${FEEDER_PIDS[@]}" 2>/dev/null || true
+if kill -0 "$LEARNER_PID" 2>/dev/null; then
+  monitor_status=0
+  wait "$MONITOR_PID" || monitor_status=$?
+  MONITOR_PID=""  # Waited for: its pid may be another process's now.
+  if [ "$monitor_status" = "$MONITOR_SAW_FINISHED" ]; then
+    kill -TERM "${FEEDER_PIDS[@]}" 2>/dev/null || true
+  fi
 fi
 set +e
 wait "$LEARNER_PID"
 LEARNER_STATUS=$?
 set -e
-kill "$MONITOR_PID" 2>/dev/null || true
+[ -z "$MONITOR_PID" ] || kill "$MONITOR_PID" 2>/dev/null || true
 stop_all ""  # Whatever is left: nothing, unless an actor or TensorBoard ignored SIGTERM.
 if [ "$LEARNER_STATUS" -ne 0 ]; then
   echo "seed_rl: the learner exited with status $LEARNER_STATUS; last lines of its log" \

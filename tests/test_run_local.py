@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from seed_rl.common import progress_monitor
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -155,6 +157,13 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
   assert len(kept) == 1 and f'the previous run\'s logs are in {kept[0]}' in again.stdout
   assert (kept[0] / 'learner.log').read_text() == learner_log
   assert len((logdir / 'runs.jsonl').read_text().splitlines()) == 2
+
+
+def test_run_local_knows_the_status_of_a_monitor_that_saw_training_finish():
+  """run_local.sh stops TensorBoard (and any actor left) when the progress monitor exits with
+  this status, while the learner still tears TensorFlow down."""
+  script = (ROOT / 'run_local.sh').read_text()
+  assert f'MONITOR_SAW_FINISHED={progress_monitor.EXIT_TRAINING_FINISHED} ' in script
 
 
 @pytest.mark.timeout(240)

@@ -8,7 +8,9 @@ are epsilon-greedy) and the time left at the current speed, or what the learner 
 its first training step. It reads the learner's 'Progress: F/T environment frames', 'Return: R
 ...' or 'Return (exploring, epsilon-greedy): R ...' (see `parse_episodes`), 'Waiting for the
 first training step: ...' and starvation lines, so it needs no TensorFlow. It ends with the
-learner's line saying that training finished, or when the process `--pid` exits.
+learner's line saying that training finished, with the status `EXIT_TRAINING_FINISHED`
+(run_local.sh then stops TensorBoard while the learner exits), or with status 0 when the process
+`--pid` exits before that line.
 """
 
 import argparse
@@ -33,6 +35,9 @@ WAITING = re.compile(r'Waiting for the first training step: (.*)$')
 STARVED = re.compile(r'Inference starved')
 FED = re.compile(r'Inference batches fill again')
 FINISHED = re.compile(r'(Training (?:already )?finished at .*)$')
+# The monitor's exit status once it saw the learner's line saying that training finished: not 0
+# (the learner exited first), nor a Python error's 1 or argparse's 2.
+EXIT_TRAINING_FINISHED = 3
 
 
 class Episode(NamedTuple):
@@ -199,6 +204,8 @@ def _alive(pid: Optional[int]) -> bool:
 
 
 def main() -> None:
+  """Shows the progress line until training finished or the learner exited; exits with
+  `EXIT_TRAINING_FINISHED` in the first case."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--log', required=True, help='the learner log file')
   parser.add_argument('--pid', type=int, help='stop when this process (the learner) exits')
@@ -222,6 +229,8 @@ def main() -> None:
     time.sleep(args.period)
   if interactive:
     sys.stdout.write('\n')
+  if progress.finished:
+    sys.exit(EXIT_TRAINING_FINISHED)
 
 
 if __name__ == '__main__':
