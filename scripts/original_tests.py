@@ -101,7 +101,8 @@ def _keras3_lstm_cell(units, **kwargs):
   """tf.keras.layers.LSTMCell(units, **kwargs), made at the first call and reused after.
 
   Keras 2's cell created no variable until it was built; Keras 3's creates its seed generator's
-  when constructed, which a tf.function may not do after its first trace.
+  when constructed, which a tf.function may not do after its first trace. Equal cells become
+  one object, which only serves cells that give an initial state, never weights.
   """
   key = (units, repr(sorted(kwargs.items())))
   if key not in _KERAS3_LSTM_CELLS:
@@ -117,15 +118,21 @@ def _gym_make_unchecked(*args, **kwargs):
 '''
 
 #: The tests' own uses of library APIs that today's libraries removed; only with --fix-libraries.
+#: A rewrite that would change other code of the same shape (any `x.minimize(`, every LSTMCell)
+#: is limited to the files that need it.
 LIBRARY_FIXES = (
     Rewrite('numpy 2: np.bool8 -> np.bool_', r'\bnp\.bool8\b', 'np.bool_'),
+    # The receiver is the whole dotted name (`self.optimizer`), not its last part.
     Rewrite('Keras 3: optimizer.minimize(loss, vars) -> GradientTape + apply_gradients',
-            r'\b(\w+)\.minimize\(', r'_keras3_minimize(\1, ', _KERAS_MINIMIZE_HELPER),
+            r'(?<![\w.])((?:\w+\.)*\w+)\.minimize\(', r'_keras3_minimize(\1, ',
+            _KERAS_MINIMIZE_HELPER, paths=('agents/policy_gradient/modules/constraints_test.py',)),
     Rewrite('Keras 3: RNN cell get_initial_state(batch_size=..., dtype=...) takes batch_size',
             r'\.get_initial_state\(batch_size=(\w+), dtype=[\w.]+\)',
             r'.get_initial_state(batch_size=\1)'),
+    # Its cells only give the initial state of a core: one object per size does no harm there.
     Rewrite('Keras 3: LSTMCell(...) constructed again in a tf.function -> made once, reused',
-            r'\btf\.keras\.layers\.LSTMCell\(', '_keras3_lstm_cell(', _KERAS_LSTM_CELL_HELPER),
+            r'\btf\.keras\.layers\.LSTMCell\(', '_keras3_lstm_cell(', _KERAS_LSTM_CELL_HELPER,
+            paths=('agents/policy_gradient/modules/continuous_control_agent_test.py',)),
     Rewrite('numpy 2: gym.make(...) -> without the env checker of gym 0.25, which uses np.bool8',
             r'\bgym\.make\(', '_gym_make_unchecked(', _GYM_MAKE_HELPER),
     # seed_rl's envs are Gymnasium's; gfootball's own (gym.make above) are gym 0.25's, 4 values.

@@ -186,20 +186,30 @@ def _script_module():
   return module
 
 
-def test_keras_minimize_fix_trains_with_a_keras_3_optimizer():
-  """The fix of Keras 2's `optimizer.minimize`, executed with TensorFlow's Keras 3."""
+# The original's files that the minimize and LSTMCell fixes are for.
+MINIMIZE_TEST = 'agents/policy_gradient/modules/constraints_test.py'
+LSTM_CELL_TEST = 'agents/policy_gradient/modules/continuous_control_agent_test.py'
+
+
+@pytest.mark.parametrize('receiver', ['opt', 'holder.opt'])
+def test_keras_minimize_fix_trains_with_a_keras_3_optimizer(receiver):
+  """The fix of Keras 2's `optimizer.minimize`, executed with TensorFlow's Keras 3, on an
+  optimizer named by a name or by a dotted one (`self.optimizer`)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   script = _script_module()
-  source = textwrap.dedent('''
+  source = textwrap.dedent(f'''
+      import types
       import tensorflow as tf
       x = tf.Variable(3.)
       opt = tf.keras.optimizers.SGD(0.25)
-      opt.minimize(lambda: x * x, [x])
+      holder = types.SimpleNamespace(opt=opt)
+      {receiver}.minimize(lambda: x * x, [x])
       ''')
   rewritten, counts = source, {}
   for fix in script.LIBRARY_FIXES:
-    rewritten, counts[fix.name] = fix.apply(rewritten)
+    rewritten, counts[fix.name] = fix.apply(rewritten, MINIMIZE_TEST)
   assert sum(counts.values()) == 1, counts
+  assert f'_keras3_minimize({receiver}, lambda: x * x, [x])' in rewritten
   namespace = {}
   exec(compile(rewritten, 'snippet', 'exec'), namespace)  # pylint: disable=exec-used
   assert isinstance(namespace['x'], tf.Variable)
@@ -208,6 +218,13 @@ def test_keras_minimize_fix_trains_with_a_keras_3_optimizer():
 
 def _library_fix(name_part: str):
   return next(f for f in _script_module().LIBRARY_FIXES if name_part in f.name)
+
+
+def test_keras_minimize_fix_leaves_other_files_alone():
+  """Other `minimize` calls (scipy's) are not Keras 2 optimizers'."""
+  fix = _library_fix('minimize')
+  for text in ('scipy.optimize.minimize(f, x0)\n', 'self.optimizer.minimize(loss, v)\n'):
+    assert fix.apply(text, 'common/utils_test.py') == (text, 0)
 
 
 def test_keras_lstm_cell_fix_lets_a_tf_function_make_one():
@@ -223,7 +240,7 @@ def test_keras_lstm_cell_fix_lets_a_tf_function_make_one():
         return cell.get_initial_state(batch_size=batch_size)
       ''')
   fix = _library_fix('LSTMCell')
-  for text, works in ((source, False), (fix.apply(source)[0], True)):
+  for text, works in ((source, False), (fix.apply(source, LSTM_CELL_TEST)[0], True)):
     namespace = {}
     exec(compile(text, 'snippet', 'exec'), namespace)  # pylint: disable=exec-used
     if not works:
@@ -233,6 +250,15 @@ def test_keras_lstm_cell_fix_lets_a_tf_function_make_one():
     state = namespace['initial_state'](tf.constant(2))
     assert [t.shape for t in state] == [(2, 4), (2, 4)] and not any(tf.reduce_any(
         t != 0) for t in state)
+
+
+def test_keras_lstm_cell_fix_is_only_for_the_file_that_needs_it():
+  """The fix makes equal cells one object: in a stack of equal layers (another file's) they
+  would share their weights."""
+  stack = 'cells = [tf.keras.layers.LSTMCell(8) for _ in range(2)]\n'
+  fix = _library_fix('LSTMCell')
+  assert fix.apply(stack, 'agents/r2d2/networks_test.py') == (stack, 0)
+  assert fix.apply(stack, LSTM_CELL_TEST)[1] == 1
 
 
 def test_rnn_initial_state_and_gym_fixes():
