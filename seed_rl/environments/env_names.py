@@ -84,13 +84,8 @@ def _register_ale() -> None:
 def _mujoco_id(env_name: str) -> None:
   """Refuses a MuJoCo id (one of gymnasium's mujoco package, or a mujoco-py one such as
   Hopper-v2) that the mujoco environment module refuses; other ids pass."""
-  if 'mujoco' not in str(gymnasium.registry[env_name].entry_point):
-    return
-  from seed_rl.environments.mujoco import env  # pylint: disable=g-import-not-at-top
-  try:
-    env.check_env_name(env_name)
-  except ValueError as e:
-    raise UnknownName(f'--env_name: {e}') from None
+  if 'mujoco' in str(gymnasium.registry[env_name].entry_point):
+    _mujoco_env_name(env_name)
 
 
 def _has_a_version(env_name: str) -> bool:
