@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from seed_rl import evaluation_env
-from seed_rl import run_identity
+from seed_rl.common import run_identity
 from seed_rl.common.structures import EnvOutput
 
 # What `seed_rl.common.learner_runtime.checkpoints` writes (it imports TensorFlow, which the
