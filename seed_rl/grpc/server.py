@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from seed_rl.grpc import batching
 from seed_rl.grpc import binding
+from seed_rl.grpc import caller
 from seed_rl.grpc import client as client_lib
 from seed_rl.grpc import errors
 from seed_rl.grpc import security
@@ -377,6 +378,7 @@ class _Run:
     """
     self._authorize(context)
     self._open_stream(context)
+    stream = caller.open_stream(context.peer())  # What validators see as `caller.current()`.
     limit = self._max_bytes
     limits_lock = self._limits_lock
     try:
@@ -398,6 +400,7 @@ class _Run:
             self.bytes_in_flight -= size
         yield response
     finally:
+      caller.close_stream(stream)
       self._close_stream()
 
   def _refusal(self, size: int, held: int, context) -> bytes:
@@ -541,7 +544,8 @@ class Server:
     against the signature. It runs once per request, on the caller's handler thread, after the
     checks of shapes and dtypes and without any lock held (several run at once: it must be
     thread-safe; a slow one delays only its own caller). It applies to direct (full-batch or
-    unbatched) calls too.
+    unbatched) calls too. There, `seed_rl.grpc.caller.current()` is the client stream of the
+    request, so that a validator can tell callers apart and see when one has gone.
     - Raising `ValueError(msg)` refuses that caller alone: it gets INVALID_ARGUMENT with `msg`
       (`seed_rl.grpc.InvalidArgumentError`, or `tf.errors.InvalidArgumentError` when TensorFlow
       is loaded in the client), and the batch runs for the other callers.

@@ -168,3 +168,34 @@ def test_validate_must_be_callable():
   step, _ = _make_step()
   with pytest.raises(TypeError, match='validate must be callable'):
     grpc.Server(['localhost:0']).bind(step, validate=42)
+
+
+@pytest.mark.timeout(120)
+def test_validator_sees_the_stream_of_each_caller_and_when_it_closed(
+    servers, clients, unix_address):
+  from seed_rl.grpc import caller  # pylint: disable=g-import-not-at-top
+  seen = []
+
+  def remember_stream(arrays):
+    del arrays
+    seen.append(caller.current())
+
+  @tf.function(input_signature=[tf.TensorSpec([1], tf.int32)])
+  def echo(x):
+    return x
+
+  server = servers([unix_address])
+  server.bind(echo, validate=remember_stream)
+  server.start()
+  first, second = clients(unix_address), clients(unix_address)
+  first.echo(np.array([1], np.int32))
+  first.echo(np.array([2], np.int32))
+  second.echo(np.array([3], np.int32))
+  assert seen[0] is seen[1] and seen[1] is not seen[2]
+  assert not any(stream.closed for stream in seen)
+  assert caller.current() is None  # Not on a handler thread.
+  first.close()
+  deadline = time.monotonic() + 30
+  while not seen[0].closed and time.monotonic() < deadline:
+    time.sleep(0.01)
+  assert seen[0].closed and not seen[2].closed
