@@ -36,6 +36,21 @@ flags.DEFINE_integer('unroll_queue_max_size', 1,
 flags.DEFINE_float('discounting', .99, 'Discount factor.')
 flags.DEFINE_integer('log_episode_frequency', 1,
                      'Episodes averaged into one TensorBoard point of the episode summaries.')
+flags.DEFINE_bool('fresh_start', False,
+                  'Start from scratch although the logdir holds checkpoints that cannot be '
+                  'restored; they are moved aside into the logdir, never deleted. Without it, such '
+                  'a learner stops and names the files.')
+flags.DEFINE_float('actor_takeover_grace_secs', 60.,
+                   'Seconds an actor may stay silent on an open connection before another actor '
+                   '(new run ids for the same env ids) may take its environments over; a closed '
+                   'connection frees them at once.')
+flags.DEFINE_float('max_abs_observation', 1e9,
+                   'Float observations beyond this absolute value are refused for the calling '
+                   'actor alone, like NaN; 0: no bound. The default keeps every square of an '
+                   'observation finite in float32.')
+flags.DEFINE_float('max_abs_reward', 1e9,
+                   'Rewards beyond this absolute value are refused for the calling actor alone, '
+                   'like NaN; 0: no bound.')
 
 
 def set_agent_defaults(**defaults: Any) -> None:

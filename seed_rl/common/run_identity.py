@@ -33,7 +33,8 @@ PER_RUN_FLAGS = frozenset([
     'logdir', 'job-dir', 'seed', 'server_address', 'run_mode', 'task', 'grpc_token_file',
     'grpc_tls_cert_file', 'grpc_tls_key_file', 'grpc_tls_ca_file', 'init_checkpoint',
     'homepath', 'dataset_path', 'level_cache_dir', 'save_checkpoint_secs',
-    'checkpoints_to_keep', 'render', 'render_mode', 'log_episode_frequency'])
+    'checkpoints_to_keep', 'render', 'render_mode', 'log_episode_frequency', 'fresh_start',
+    'actor_takeover_grace_secs', 'max_abs_observation', 'max_abs_reward'])
 SEPARATOR = ' · '
 
 
