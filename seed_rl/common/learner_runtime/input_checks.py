@@ -1,44 +1,91 @@
 """The learner's door: checks of each actor request before it joins an inference batch.
 
 A request is refused (INVALID_ARGUMENT for that caller alone, the batch runs for the others)
-when its env ids are outside `[0, num_envs)` or repeated, when its rewards or float observations
-are not finite (NaN would poison the model), when it marks an episode abandoned that is not
-done, or when it comes from an actor that another actor with the same env ids has replaced
-(two actors with the same --task alternating would otherwise reset those environments forever).
-Abandoned episodes (cut short by a time limit) reported to an agent that cannot bootstrap them
-are not refused: that agent treats them as terminal, and the learner warns once.
+when its env ids are outside `[0, num_envs)` or repeated; when its rewards or float
+observations are not finite (NaN would poison the model) or beyond the learner's bounds
+(--max_abs_reward, --max_abs_observation: finite values such as 1e30 overflow the squares of
+normalizers and losses); when it marks an episode abandoned that is not done; or when it claims
+env ids that a live actor on another connection owns.
+
+Ownership: each env id belongs to the actor that sent its current run ids, known by its client
+stream (`seed_rl.grpc.caller`) and the time of its last request. New run ids for an owned env id
+are a restart, accepted at once when they come on the owner's own stream or when the owner's
+stream has closed (an actor killed and restarted, a reconnection), and otherwise only once the
+owner has sent nothing for the takeover grace period (a dead peer whose connection still looks
+open). So a second actor with the same --task is refused while the first lives, and takes over
+when the first is gone; and a single request from anyone who can connect cannot evict a running
+actor. The door sees requests only: an owner whose call waits in a stalled batch for longer than
+the grace period looks silent too, so the period must outlast the learner's longest stall
+(start-up compilation, checkpoint saves). Abandoned episodes (cut short by a time limit)
+reported to an agent that cannot bootstrap them are not refused: that agent treats them as
+terminal, and the learner warns once.
 """
 
 import threading
-from typing import Any, List
+import time
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import numpy as np
+
+from seed_rl.common import call_refusals
+from seed_rl.grpc import caller
+
+# Seconds between two warnings about refused takeovers of the same env ids.
+_WARNING_PERIOD_SECS = 60.
+# Env id sets whose last warning time is kept; beyond this many the oldest are forgotten.
+_MAX_WARNED_SETS = 1024
 
 
 class InferenceInputCheck(object):
   """`check(arrays)`: the `validate` callable of the served inference function.
 
   `arrays` are one request's arguments flattened in the inference signature's order:
-  env ids, run ids, the `EnvOutput` leaves, raw rewards.
+  env ids, run ids, the `EnvOutput` leaves, raw rewards. Thread-safe: the server calls it on
+  each client stream's handler thread, and `seed_rl.grpc.caller.current()` there tells the
+  callers apart. Called directly (no stream), all callers count as one.
+
+  Args:
+    num_envs: the learner's --num_envs.
+    env_output_specs: the `EnvOutput` nest of specs (names the refused arguments).
+    agent_name: named in the warning about abandoned episodes.
+    allow_abandoned: whether the agent bootstraps abandoned episodes.
+    takeover_grace_secs: --actor_takeover_grace_secs: how long an owner on an open connection
+      must have sent nothing before new run ids from another connection take its env ids.
+    max_abs_observation: --max_abs_observation: bound of float observations; 0: none.
+    max_abs_reward: --max_abs_reward: bound of rewards; 0: none.
   """
 
   def __init__(self, num_envs: int, env_output_specs: Any, agent_name: str,
-               allow_abandoned: bool = False):
+               allow_abandoned: bool = False, *, takeover_grace_secs: float,
+               max_abs_observation: float, max_abs_reward: float):
+    for flag, value in (('actor_takeover_grace_secs', takeover_grace_secs),
+                        ('max_abs_observation', max_abs_observation),
+                        ('max_abs_reward', max_abs_reward)):
+      if not value >= 0:
+        raise ValueError(f'--{flag} must be 0 or more, got {value}.')
     self._num_envs = num_envs
     self._agent_name = agent_name
     self._allow_abandoned = allow_abandoned
+    self._grace = takeover_grace_secs
     names = [f'env_outputs.{path}' for path in _leaf_paths(env_output_specs)]
     self._names = ['env_ids', 'run_ids'] + names + ['raw_rewards']
-    self._float_args = [i for i, name in enumerate(self._names)
-                        if name.startswith(('env_outputs.reward', 'env_outputs.observation',
-                                            'raw_rewards'))]
+    # (argument index, bound, flag) of every argument whose floats are checked.
+    self._bounded_args = []
+    for i, name in enumerate(self._names):
+      if name.startswith('env_outputs.observation'):
+        self._bounded_args.append((i, max_abs_observation, 'max_abs_observation'))
+      elif name in ('env_outputs.reward', 'raw_rewards'):
+        self._bounded_args.append((i, max_abs_reward, 'max_abs_reward'))
     self._abandoned_arg = self._names.index('env_outputs.abandoned')
     self._done_arg = self._names.index('env_outputs.done')
     self._lock = threading.Lock()
+    # The owner of each env id: its run id, its stream and the time of its last request.
+    self._owned = np.zeros(num_envs, bool)
     self._run_ids = np.zeros(num_envs, np.int64)
-    self._replaced_run_ids = np.zeros(num_envs, np.int64)
-    self._warned_envs = set()
+    self._streams = np.full(num_envs, None, object)
+    self._last_request = np.zeros(num_envs, np.float64)
+    self._warned: Dict[Tuple[int, ...], List[float]] = {}  # env ids -> [time, refusals since]
     self._warned_abandoned = False
 
   def __call__(self, arrays: List[np.ndarray]) -> None:
@@ -47,13 +94,9 @@ class InferenceInputCheck(object):
       arrays = [a[np.newaxis] for a in arrays]
     env_ids, run_ids = arrays[0].astype(np.int64), arrays[1]
     self._check_env_ids(env_ids)
-    for i in self._float_args:
+    for i, bound, flag in self._bounded_args:
       if arrays[i].dtype.kind == 'f':
-        finite = np.isfinite(arrays[i]).reshape(len(env_ids), -1).all(axis=1)
-        if not finite.all():
-          raise ValueError(f'{self._names[i]} is not finite (NaN or Inf) for env ids '
-                           f'{env_ids[~finite].tolist()}: refused so that it cannot reach the '
-                           'model.')
+        self._check_floats(self._names[i], arrays[i], env_ids, bound, flag)
     abandoned = arrays[self._abandoned_arg].astype(bool)
     not_done = abandoned & ~arrays[self._done_arg].astype(bool)
     if not_done.any():
@@ -65,7 +108,7 @@ class InferenceInputCheck(object):
       logging.warning('%s does not support abandoned episodes (env ids %s were cut short, '
                       'e.g. by a time limit): it treats them as terminal.', self._agent_name,
                       env_ids[abandoned].tolist())
-    self._check_run_ids(env_ids, run_ids)
+    self._check_owner(env_ids, run_ids)
 
   def _check_env_ids(self, env_ids: np.ndarray) -> None:
     outside = (env_ids < 0) | (env_ids >= self._num_envs)
@@ -78,24 +121,66 @@ class InferenceInputCheck(object):
     if len(np.unique(env_ids)) != len(env_ids):
       raise ValueError(f'env ids {env_ids.tolist()} repeat within one call.')
 
-  def _check_run_ids(self, env_ids: np.ndarray, run_ids: np.ndarray) -> None:
-    """Refuses run ids that a newer actor of the same env ids replaced; records new ones."""
-    with self._lock:
-      replaced = run_ids == self._replaced_run_ids[env_ids]
-      if replaced.any():
-        self._refuse_replaced(env_ids[replaced], run_ids[replaced])
-      new = run_ids != self._run_ids[env_ids]
-      self._replaced_run_ids[env_ids[new]] = self._run_ids[env_ids[new]]
-      self._run_ids[env_ids[new]] = run_ids[new]
+  @staticmethod
+  def _check_floats(name: str, values: np.ndarray, env_ids: np.ndarray, bound: float,
+                    flag: str) -> None:
+    """Refuses rows of `values` that are not finite, or beyond `bound` (0: no bound)."""
+    rows = values.reshape(len(env_ids), -1)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+      raise ValueError(f'{name} is not finite (NaN or Inf) for env ids '
+                       f'{env_ids[~finite].tolist()}: refused so that it cannot reach the '
+                       'model.')
+    if bound:
+      within = (np.abs(rows) <= bound).all(axis=1)
+      if not within.all():
+        raise ValueError(f'{name} is beyond {bound:g} in absolute value for env ids '
+                         f'{env_ids[~within].tolist()} (the learner\'s --{flag}={bound:g}; 0: no '
+                         'bound): refused so that it cannot overflow the model\'s statistics; '
+                         'scale the environment\'s values down, or raise the bound.')
 
-  def _refuse_replaced(self, env_ids: np.ndarray, run_ids: np.ndarray) -> None:
-    current = self._run_ids[env_ids]
-    message = (f'env ids {env_ids.tolist()} belong to another actor now (run ids '
-               f'{current.tolist()} replaced run ids {run_ids.tolist()}): are two actors running '
-               'with the same --task?')
-    if not self._warned_envs.issuperset(env_ids.tolist()):
-      self._warned_envs.update(env_ids.tolist())
-      logging.warning('Refusing an actor: %s', message)
+  def _check_owner(self, env_ids: np.ndarray, run_ids: np.ndarray) -> None:
+    """Records the caller as the owner of `env_ids`, or refuses it if a live actor on another
+    stream owns any of them with other run ids."""
+    stream = caller.current()
+    now = time.monotonic()
+    with self._lock:
+      changed = self._owned[env_ids] & (run_ids != self._run_ids[env_ids])
+      if changed.any():
+        owners = self._streams[env_ids[changed]]
+        silent = now - self._last_request[env_ids[changed]]
+        live = np.array([owner is not stream and not (owner is not None and owner.closed)
+                         for owner in owners]) & (silent <= self._grace)
+        if live.any():
+          self._refuse(env_ids[changed][live], owners[live], silent[live], stream, now)
+      self._owned[env_ids] = True
+      self._run_ids[env_ids] = run_ids
+      self._streams[env_ids] = stream
+      self._last_request[env_ids] = now
+
+  def _refuse(self, env_ids: np.ndarray, owners: np.ndarray, silent: np.ndarray,
+              stream: Optional[caller.Stream], now: float) -> None:
+    """Raises the refusal of a takeover of `env_ids`, whose live `owners` have been `silent`
+    for these seconds; warns once per env ids and period (with lock held)."""
+    wait = self._grace - silent.min()
+    message = (f'env ids {env_ids.tolist()} {call_refusals.OWNED_ENV_IDS}: is another actor '
+               'running with the same --task? This call is refused; another actor may take '
+               'these env ids over once that connection closes, or once it has sent nothing '
+               f'for the learner\'s --actor_takeover_grace_secs={self._grace:g} (in {wait:.0f} s '
+               'at the earliest).')
+    key = tuple(env_ids.tolist())
+    entry = self._warned.get(key)
+    if entry is None:
+      if len(self._warned) >= _MAX_WARNED_SETS:
+        self._warned.pop(next(iter(self._warned)))
+      entry = self._warned[key] = [now - _WARNING_PERIOD_SECS, 0]
+    entry[1] += 1
+    if now - entry[0] >= _WARNING_PERIOD_SECS:
+      peers = sorted({owner.peer if owner is not None else 'a direct caller' for owner in owners})
+      logging.warning('Refusing %d call(s) from %s: %s (owners: %s, their last request %.1f s '
+                      'ago)', entry[1], stream.peer if stream is not None else 'a direct caller',
+                      message, ', '.join(peers), silent.min())
+      entry[0], entry[1] = now, 0
     raise ValueError(message)
 
 

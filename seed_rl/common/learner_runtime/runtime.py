@@ -172,7 +172,10 @@ class _Learner(object):
         for device in self._inference_devices]
     check = input_checks.InferenceInputCheck(
         self._config.num_envs, self._specs.env_output, self._agent.name,
-        allow_abandoned=self._agent.supports_abandoned_episodes)
+        allow_abandoned=self._agent.supports_abandoned_episodes,
+        takeover_grace_secs=self._config.actor_takeover_grace_secs,
+        max_abs_observation=self._config.max_abs_observation,
+        max_abs_reward=self._config.max_abs_reward)
     with self._strategy.scope():
       return lifecycle.start_server(self._config, inference_fns, check)
 

@@ -1,11 +1,15 @@
 """Tests of the learner's door: each request is checked before it joins an inference batch."""
 
+import contextlib
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from seed_rl.common.learner_runtime import input_checks
 from seed_rl.common.structures import EnvOutput
+from seed_rl.grpc import caller
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,9 +31,23 @@ def _request(env_ids, run_ids, reward=None, position=None, abandoned=None, done=
           np.zeros(n, np.int32), reward]
 
 
-def _check(allow_abandoned=True):
-  return input_checks.InferenceInputCheck(num_envs=4, env_output_specs=_SPECS,
-                                          agent_name='VTRACE', allow_abandoned=allow_abandoned)
+def _check(allow_abandoned=True, grace=60., max_abs_observation=1e9, max_abs_reward=1e9):
+  return input_checks.InferenceInputCheck(
+      num_envs=4, env_output_specs=_SPECS, agent_name='VTRACE', allow_abandoned=allow_abandoned,
+      takeover_grace_secs=grace, max_abs_observation=max_abs_observation,
+      max_abs_reward=max_abs_reward)
+
+
+@contextlib.contextmanager
+def _on_stream(stream):
+  """Calls of the check inside come on `stream`, as the server's handler thread of a stream
+  makes them (None: a direct call)."""
+  previous = caller.current()
+  caller._local.stream = stream  # pylint: disable=protected-access
+  try:
+    yield stream
+  finally:
+    caller._local.stream = previous  # pylint: disable=protected-access
 
 
 def test_a_good_request_passes():
@@ -45,6 +63,12 @@ def test_a_good_request_passes():
      r'env_outputs.reward is not finite \(NaN or Inf\) for env ids \[1\]'),
     (_request([0, 1], [1, 1], position=np.array([[np.inf, 0.], [0., 0.]], np.float32)),
      r'env_outputs.observation.position is not finite \(NaN or Inf\) for env ids \[0\]'),
+    (_request([0, 1], [1, 1], reward=[0., -1e10]),
+     r'env_outputs.reward is beyond 1e\+09 in absolute value for env ids \[1\] \(the '
+     r'learner.s --max_abs_reward=1e\+09; 0: no bound\)'),
+    (_request([0, 1], [1, 1], position=np.array([[0., 0.], [1e30, 0.]], np.float32)),
+     r'env_outputs.observation.position is beyond 1e\+09 in absolute value for env ids \[1\] '
+     r'\(the learner.s --max_abs_observation=1e\+09; 0: no bound\)'),
     (_request([2, 3], [1, 1], abandoned=[False, True], done=[True, False]),
      r'env_outputs.abandoned is set without env_outputs.done for env ids \[3\]'),
 ])
@@ -74,17 +98,78 @@ def test_a_single_row_without_batch_dimension_is_checked_too():
     _check()([a[0] for a in _request([9], [1])])
 
 
-def test_a_restarted_actor_is_fine_but_an_alternating_duplicate_is_refused(caplog):
+def test_no_bound_lets_finite_extremes_pass_but_not_nan():
+  check = _check(max_abs_observation=0., max_abs_reward=0.)
+  huge = np.full([2, 2], 3e38, np.float32)
+  check(_request([0, 1], [1, 1], reward=[-3e38, 3e38], position=huge))
+  with pytest.raises(ValueError, match='reward is not finite'):
+    check(_request([0, 1], [1, 1], reward=[np.inf, 0.]))
+
+
+@pytest.mark.parametrize('flag', ['actor_takeover_grace_secs', 'max_abs_observation',
+                                  'max_abs_reward'])
+def test_a_negative_setting_is_refused_naming_its_flag(flag):
+  settings = dict(grace=60., max_abs_observation=1e9, max_abs_reward=1e9)
+  settings[{'actor_takeover_grace_secs': 'grace'}.get(flag, flag)] = -1.
+  with pytest.raises(ValueError, match=f'--{flag} must be 0 or more, got -1.0'):
+    _check(**settings)
+
+
+def test_a_live_owner_keeps_its_env_ids_and_a_closed_one_frees_them_at_once(caplog):
+  check = _check()
+  owner, newcomer = caller.Stream('ipv4:10.0.0.1:1'), caller.Stream('ipv4:10.0.0.2:2')
+  with _on_stream(owner):
+    check(_request([0, 1], [5, 5]))
+  caplog.set_level('WARNING')
+  for _ in range(3):  # Another connection, new run ids: refused while the owner lives.
+    with _on_stream(newcomer), pytest.raises(
+        ValueError, match=r'env ids \[0, 1\] are owned by a live actor on another connection: '
+                          r'is another actor running with the same --task\?.*'
+                          r'--actor_takeover_grace_secs=60 \(in 60 s at the earliest\)'):
+      check(_request([0, 1], [6, 6]))
+  refusals = [r.getMessage() for r in caplog.records if 'Refusing' in r.getMessage()]
+  assert len(refusals) == 1, refusals  # One warning, not one per call.
+  assert refusals[0].startswith('Refusing 1 call(s) from ipv4:10.0.0.2:2: env ids [0, 1]')
+  assert 'owners: ipv4:10.0.0.1:1' in refusals[0]
+  with _on_stream(newcomer):
+    check(_request([2, 3], [6, 6]))  # Env ids nobody owns are the newcomer's.
+  with _on_stream(owner):
+    check(_request([0, 1], [5, 5]))  # The owner goes on,
+    check(_request([0, 1], [7, 7]))  # and may restart on its own connection.
+  owner.closed = True  # The owner's connection ends (its process died, say).
+  with _on_stream(newcomer):
+    check(_request([0, 1], [6, 6]))  # Taken over at once.
+  with _on_stream(caller.Stream('ipv4:10.0.0.1:3')), pytest.raises(ValueError, match='owned'):
+    check(_request([0, 1], [7, 7]))  # Now the newcomer is the live owner.
+
+
+def test_an_owner_silent_for_the_grace_period_is_replaced():
+  check = _check(grace=0.2)
+  with _on_stream(caller.Stream('owner')):
+    check(_request([0, 1], [5, 5]))
+  newcomer = caller.Stream('newcomer')
+  with _on_stream(newcomer), pytest.raises(ValueError, match='owned by a live actor'):
+    check(_request([0, 1], [6, 6]))
+  time.sleep(0.3)
+  with _on_stream(newcomer):
+    check(_request([0, 1], [6, 6]))
+
+
+def test_direct_calls_count_as_one_caller():
   check = _check()
   check(_request([0, 1], [5, 5]))
-  check(_request([0, 1], [5, 5]))
-  check(_request([0, 1], [6, 6]))  # A restart: new run ids; the learner resets these envs.
-  check(_request([0, 1], [6, 6]))
-  caplog.set_level('WARNING')
-  for _ in range(3):  # The replaced actor is still alive: two actors with the same --task.
-    with pytest.raises(ValueError, match=r'env ids \[0, 1\] belong to another actor now \(run '
-                                         r'ids \[6, 6\] replaced run ids \[5, 5\]\)'):
-      check(_request([0, 1], [5, 5]))
-  check(_request([0, 1], [6, 6]))  # The newer actor goes on.
-  refusals = [r for r in caplog.records if 'Refusing an actor' in r.getMessage()]
-  assert len(refusals) <= 1  # One warning, not one per call.
+  check(_request([0, 1], [6, 6]))  # A restart of the one direct caller.
+  with _on_stream(caller.Stream('a stream')), pytest.raises(ValueError, match='owned'):
+    check(_request([0, 1], [7, 7]))
+
+
+def test_the_same_run_ids_on_another_stream_are_the_same_actor():
+  check = _check()
+  first, second = caller.Stream('first'), caller.Stream('second')
+  with _on_stream(first):
+    check(_request([0, 1], [5, 5]))
+  with _on_stream(second):
+    check(_request([0, 1], [5, 5]))
+  first.closed = True  # The owner's latest connection is the second one, which lives.
+  with _on_stream(caller.Stream('third')), pytest.raises(ValueError, match='owned'):
+    check(_request([0, 1], [6, 6]))
