@@ -9,10 +9,18 @@ When the learner finishes training it says so (`grpc.TrainingFinishedError`), an
 so in one line and stops. When the learner goes away (preemption, stop request, restart) the
 actor closes its environments, reconnects, waiting as long as it takes, and starts again with new
 run ids, which tells the learner to reset those environments' state.
+
+When the learner refuses a call in a way that the same call can pass later
+(`seed_rl.common.call_refusals`: its env ids are owned by a live actor on another connection,
+or the server holds its limit of bytes in flight), the actor sends the same call again after a
+pause that grows up to `REFUSAL_RETRY_SECS[1]`, keeping its run ids: an actor started while
+another with the same --task runs takes over once that one is gone. Any other refusal ends the
+actor with the learner's message.
 """
 
 from concurrent import futures
 import socket
+import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -21,6 +29,7 @@ from absl import logging
 import numpy as np
 
 from seed_rl import grpc
+from seed_rl.common import call_refusals
 from seed_rl.common import config_checks
 from seed_rl.common import config_transfer
 from seed_rl.common import env_wrappers
@@ -32,8 +41,9 @@ FLAGS = flags.FLAGS
 
 
 class FatalActorError(RuntimeError):
-  """An error that reconnecting cannot fix: the learner refused this actor's calls, or sent an
-  action the environment cannot take. The actor stops with this message."""
+  """An error that reconnecting or retrying cannot fix: the learner refused this actor's calls
+  for a reason of the actor's own, or sent an action the environment cannot take. The actor
+  stops with this message."""
 
 
 class _EpisodeStats(object):
@@ -70,6 +80,11 @@ def _new_run_ids(batch_size: int) -> np.ndarray:
 
 # Seconds between the lines an actor logs while no learner answers at its address.
 CONNECT_LOG_PERIOD = 60.
+# Seconds an actor waits before it sends a refused call again: at first, and at most (the pause
+# doubles from one to the other).
+REFUSAL_RETRY_SECS = (0.5, 8.)
+# Seconds between the lines an actor logs while the learner keeps refusing its calls.
+REFUSAL_LOG_PERIOD = 60.
 
 
 def check_server_address(address: str) -> None:
@@ -103,6 +118,54 @@ def _connect(config) -> 'grpc.Client':
       waited += CONNECT_LOG_PERIOD
       logging.warning('No learner at %s for %.0f s; is it running?', config.server_address,
                       waited)
+
+
+class _RefusalRetries(object):
+  """Sends a call again, after a growing pause, while the learner refuses it in a way that a
+  later try can pass (`call_refusals.is_retryable`); logs the first refusal at once and then at
+  most one line per `REFUSAL_LOG_PERIOD`. Thread-safe (double-buffered acting calls from two
+  threads)."""
+
+  def __init__(self, config):
+    self._config = config
+    self._stopped = threading.Event()
+    self._lock = threading.Lock()
+    self._last_line = None  # When the last line about refusals was logged.
+    self._unlogged = 0  # Refusals since then.
+
+  def call(self, method: Callable[..., Any], *args) -> Any:
+    """`method(*args)`, sent again while it is refused in a retryable way."""
+    pause, refusals = REFUSAL_RETRY_SECS[0], 0
+    while True:
+      try:
+        result = method(*args)
+      except Exception as e:  # pylint: disable=broad-except
+        if not call_refusals.is_retryable(e):
+          raise
+        refusals += 1
+        self._log(e)
+        self._stopped.wait(pause)  # Once stopped, the client is closed: the next try says so.
+        pause = min(2 * pause, REFUSAL_RETRY_SECS[1])
+        continue
+      if refusals:
+        logging.info('The learner at %s accepted a call of actor %d after %d refusals.',
+                     self._config.server_address, self._config.task, refusals)
+      return result
+
+  def stop(self) -> None:
+    """Ends the pauses: the clients are being closed."""
+    self._stopped.set()
+
+  def _log(self, error: Exception) -> None:
+    now = time.monotonic()
+    with self._lock:
+      self._unlogged += 1
+      if self._last_line is not None and now - self._last_line < REFUSAL_LOG_PERIOD:
+        return
+      count, self._unlogged, self._last_line = self._unlogged, 0, now
+    logging.warning('The learner at %s refused %d call(s) of actor %d for now; it sends them '
+                    'again every %.0f s at most until they pass: %s', self._config.server_address,
+                    count, self._config.task, REFUSAL_RETRY_SECS[1], _first_line(error))
 
 
 class _EnvGroup(object):
@@ -163,6 +226,7 @@ class _Acting(object):
     """Takes over `client`: `close` closes it."""
     self.clients, self.groups = [client], []
     self._executor = None
+    self._retries = _RefusalRetries(config)
     num_groups = 2 if config.double_buffered_acting else 1
     size = config.env_batch_size // num_groups
     try:
@@ -180,8 +244,12 @@ class _Acting(object):
       self.close()
       raise
 
+  def _call(self, g: int) -> Any:
+    """The actions of group `g` for its current request."""
+    return self._retries.call(self._inference[g], *self.groups[g].request())
+
   def _send(self, g: int) -> futures.Future:
-    return self._executor.submit(self._inference[g], *self.groups[g].request())
+    return self._executor.submit(self._call, g)
 
   def step(self, stats: _EpisodeStats, inference_timer: _Timer, step_timer: _Timer) -> None:
     """Steps every environment once; the timers get each group's wait for its actions and its
@@ -189,7 +257,7 @@ class _Acting(object):
     for g, group in enumerate(self.groups):
       start = time.time()
       if self._executor is None:
-        action = self._inference[g](*group.request())
+        action = self._call(g)
       else:
         action = self._pending[g].result()
       inference_timer.add(time.time() - start)
@@ -201,6 +269,7 @@ class _Acting(object):
 
   def close(self) -> None:
     """Closes the clients (ending calls in flight), then the environments."""
+    self._retries.stop()
     for client in self.clients:
       client.close()
     if self._executor is not None:
@@ -282,12 +351,15 @@ def actor_loop(create_env_fn: Callable[[int, Any], Any], config: Any = None,
 
   Raises:
     FatalActorError: the learner refused this actor's calls (INVALID_ARGUMENT: e.g. env ids the
-      learner does not have) or sent an invalid action; reconnecting would not help.
+      learner does not have; RESOURCE_EXHAUSTED: e.g. a request larger than the server's limit)
+      other than in a way that a later try can pass, or sent an invalid action; reconnecting
+      would not help.
   """
   config = FLAGS if config is None else config
   reconnectable = (errors.error_classes(errors.UNAVAILABLE) +
                    errors.error_classes(errors.CANCELLED))
-  refused = errors.error_classes(errors.INVALID_ARGUMENT)
+  refused = (errors.error_classes(errors.INVALID_ARGUMENT) +
+             errors.error_classes(errors.RESOURCE_EXHAUSTED))
   while True:
     try:
       _act(create_env_fn, config, log_period, max_steps)

@@ -246,3 +246,66 @@ def test_an_actor_reconnects_after_its_learner_went_away_and_stops_when_training
     server.shutdown()
   assert lines[-1] == (f'The learner at unix:{tmp_path}/learner.sock finished training; this '
                        'actor stops.'), lines
+
+
+def _size_of_request(tmp_path, inference):
+  """The bytes of one request of the actor of `_config(tmp_path)`, as a server refusing every
+  request (limit of 1 byte) names them; that refusal, which no retry can pass, ends the actor."""
+  server = grpc.Server([f'unix:{tmp_path}/learner.sock'], max_bytes_in_flight=1)
+  server.bind(inference)
+  server.start()
+  try:
+    with pytest.raises(actor.FatalActorError,
+                       match=r'refused the calls of actor 0: Request of \d+ bytes refused: it '
+                             r'is larger than the server.s limit') as refusal:
+      actor.actor_loop(_cartpole, _config(tmp_path), max_steps=3)
+  finally:
+    server.shutdown()
+  return int(re.search(r'Request of (\d+) bytes', str(refusal.value)).group(1))
+
+
+def test_a_call_refused_while_the_server_holds_its_bytes_in_flight_is_sent_again(
+    tmp_path, monkeypatch):
+  monkeypatch.setattr(actor, 'REFUSAL_RETRY_SECS', (0.05, 0.2))
+  warnings = []
+  monkeypatch.setattr(actor.logging, 'warning', lambda message, *args: warnings.append(
+      message % args))
+  executing, released = threading.Event(), threading.Event()
+
+  def hold():  # The first batch runs until the test releases it.
+    if not executing.is_set():
+      executing.set()
+      released.wait(30)
+    return 0
+
+  @tf.function(input_signature=_signature(2))
+  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    tf.py_function(hold, [], tf.int32)
+    return tf.constant([0, 1], tf.int64)
+
+  size = _size_of_request(tmp_path, inference)
+  # Room for one request in flight, not two: the second actor's first call is refused while the
+  # first actor's call runs.
+  server = grpc.Server([f'unix:{tmp_path}/learner.sock'], max_bytes_in_flight=size + size // 2)
+  server.bind(inference)
+  server.start()
+  results = []
+  actors = [threading.Thread(target=lambda task=task: results.append(actor.actor_loop(
+      _cartpole, _config(tmp_path, task=task), max_steps=3)), daemon=True) for task in (0, 1)]
+  try:
+    actors[0].start()
+    assert executing.wait(30)
+    actors[1].start()
+    deadline = time.time() + 30
+    while not any('of actor 1' in line for line in warnings):
+      assert time.time() < deadline and actors[1].is_alive(), warnings
+      time.sleep(0.02)
+    released.set()
+    for thread in actors:
+      thread.join(30)
+    assert results == [None, None], warnings
+  finally:
+    released.set()
+    server.shutdown()
+  line, = [line for line in warnings if 'of actor 1' in line]
+  assert 'refused 1 call(s) of actor 1 for now' in line and 'retry later' in line, line
