@@ -126,18 +126,20 @@ class InferenceInputCheck(object):
                     flag: str) -> None:
     """Refuses rows of `values` that are not finite, or beyond `bound` (0: no bound)."""
     rows = values.reshape(len(env_ids), -1)
+    # One pass in the common case: NaN and Inf fail the comparison too (the bound, a float64,
+    # is not rounded to a narrower dtype of `values`).
+    valid = (np.abs(rows) <= np.float64(bound) if bound else np.isfinite(rows)).all(axis=1)
+    if valid.all():
+      return
     finite = np.isfinite(rows).all(axis=1)
     if not finite.all():
       raise ValueError(f'{name} is not finite (NaN or Inf) for env ids '
                        f'{env_ids[~finite].tolist()}: refused so that it cannot reach the '
                        'model.')
-    if bound:
-      within = (np.abs(rows) <= bound).all(axis=1)
-      if not within.all():
-        raise ValueError(f'{name} is beyond {bound:g} in absolute value for env ids '
-                         f'{env_ids[~within].tolist()} (the learner\'s --{flag}={bound:g}; 0: no '
-                         'bound): refused so that it cannot overflow the model\'s statistics; '
-                         'scale the environment\'s values down, or raise the bound.')
+    raise ValueError(f'{name} is beyond {bound:g} in absolute value for env ids '
+                     f'{env_ids[~valid].tolist()} (the learner\'s --{flag}={bound:g}; 0: no '
+                     'bound): refused so that it cannot overflow the model\'s statistics; '
+                     'scale the environment\'s values down, or raise the bound.')
 
   def _check_owner(self, env_ids: np.ndarray, run_ids: np.ndarray) -> None:
     """Records the caller as the owner of `env_ids`, or refuses it if a live actor on another

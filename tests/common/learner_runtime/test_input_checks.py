@@ -131,8 +131,10 @@ def test_a_live_owner_keeps_its_env_ids_and_a_closed_one_frees_them_at_once(capl
   assert len(refusals) == 1, refusals  # One warning, not one per call.
   assert refusals[0].startswith('Refusing 1 call(s) from ipv4:10.0.0.2:2: env ids [0, 1]')
   assert 'owners: ipv4:10.0.0.1:1' in refusals[0]
-  with _on_stream(newcomer):
-    check(_request([2, 3], [6, 6]))  # Env ids nobody owns are the newcomer's.
+  with _on_stream(newcomer), pytest.raises(ValueError, match=r'env ids \[1\] are owned'):
+    check(_request([1, 2], [6, 6]))  # Refused as a whole: env id 2 stays free,
+  with _on_stream(caller.Stream('ipv4:10.0.0.3:3')):
+    check(_request([2], [8]))  # and a third caller may have it.
   with _on_stream(owner):
     check(_request([0, 1], [5, 5]))  # The owner goes on,
     check(_request([0, 1], [7, 7]))  # and may restart on its own connection.
