@@ -20,6 +20,11 @@ Use per training step:
 3. the optimizer may train the compensation (`trainable_variables`);
 4. `update_normalization_statistics(targets)` folds the targets into the
    statistics and adjusts the compensation.
+
+Neither the statistics nor the compensation ever take a non-finite value: an
+update of either whose result would not be finite is refused (the old values
+stay) and counted (`update_gate`); the compensation changes only with the
+statistics it compensates.
 """
 
 import gin
@@ -27,6 +32,7 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import logging_module
 from seed_rl.agents.policy_gradient.modules import running_statistics
+from seed_rl.common import update_gate
 
 
 def _compensation(name: str, initial_value: tf.Tensor) -> tf.Variable:
@@ -87,6 +93,7 @@ class PopArt(tf.Module, logging_module.LoggingModule):
     self.compensate = compensate
     self.compensation_mean = None
     self.compensation_std = None
+    self._refused = None
     self._initialized = False
 
   @property
@@ -107,6 +114,7 @@ class PopArt(tf.Module, logging_module.LoggingModule):
         self.compensation_mean = _compensation('compensation_mean',
                                                tf.zeros([]))
         self.compensation_std = _compensation('compensation_std', tf.ones([]))
+      self._refused = update_gate.RefusedUpdates('PopArt compensation updates')
     self._initialized = True
 
   def normalize_target(self, x: tf.Tensor) -> tf.Tensor:
@@ -145,12 +153,15 @@ class PopArt(tf.Module, logging_module.LoggingModule):
     """Adds value targets `data` (any shape) to the statistics.
 
     Adjusts the compensation so that `unnormalize_prediction(
-    correct_prediction(x))` is the same before and after, for every x.
+    correct_prediction(x))` is the same before and after, for every x. A
+    refused update of the statistics leaves the compensation as it is; a
+    compensation that would not be finite is refused and counted (the
+    statistics then stay updated: values remain finite).
     """
     self._check_initialized()
     data = tf.cast(data, tf.float32)
     old_mean, old_std = self.mean_std_tracker.get_mean_std()
-    self.mean_std_tracker.update(data[..., tf.newaxis])
+    statistics_changed = self.mean_std_tracker.update(data[..., tf.newaxis])
     new_mean, new_std = self.mean_std_tracker.get_mean_std()
     old_mean, old_std, new_mean, new_std = (
         old_mean[0], old_std[0], new_mean[0], new_std[0])
@@ -159,9 +170,12 @@ class PopArt(tf.Module, logging_module.LoggingModule):
     if self.compensate:
       scale = self.compensation_std.read_value()
       offset = self.compensation_mean.read_value()
-      self.compensation_std.assign(old_std / new_std * scale)
-      self.compensation_mean.assign(
-          (old_std * offset + old_mean - new_mean) / new_std)
+      update_gate.assign_if_finite(
+          self._refused,
+          [(self.compensation_std, old_std / new_std * scale),
+           (self.compensation_mean,
+            (old_std * offset + old_mean - new_mean) / new_std)],
+          wanted=statistics_changed)
 
   def _check_initialized(self) -> None:
     if not self._initialized:

@@ -12,6 +12,11 @@ statistics. The variables are mirrored with `ONLY_FIRST_REPLICA` aggregation,
 so the replicas' copies can never drift apart. In a strategy's cross-replica
 context `data` is taken to be the whole batch.
 
+An update or merge whose statistics would not be finite (an extreme input
+whose square overflows float32) is refused as a whole: the statistics keep
+their old values and the refusal is counted (`update_gate`, kind 'running
+statistics updates'). `update` returns whether it was applied.
+
 Trackers (gin configurables under the same names):
 - `EMAMeanStd`: exponential moving averages of the first two moments.
 - `AverageMeanStd`: exact mean and std over everything seen (batched Welford).
@@ -24,6 +29,8 @@ from typing import Optional, Sequence, Tuple, Union
 
 import gin
 import tensorflow as tf
+
+from seed_rl.common import update_gate
 
 Scalar = Union[float, tf.Tensor]
 MeanAndStd = Tuple[tf.Tensor, tf.Tensor]
@@ -72,6 +79,11 @@ def _statistic(name: str, initial_value: tf.Tensor) -> tf.Variable:
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
+def _refused_updates() -> update_gate.RefusedUpdates:
+  """The counter of a tracker's refused updates (one kind for all trackers)."""
+  return update_gate.RefusedUpdates('running statistics updates')
+
+
 def merge_moments(count_a: tf.Tensor, mean_a: tf.Tensor,
                   summed_variance_a: tf.Tensor, count_b: tf.Tensor,
                   mean_b: tf.Tensor, summed_variance_b: tf.Tensor
@@ -79,7 +91,9 @@ def merge_moments(count_a: tf.Tensor, mean_a: tf.Tensor,
   """Combines the statistics of two disjoint sets of samples (Chan et al.).
 
   `summed_variance` is the sum of squared deviations from the set's mean.
-  Counts may be zero: merging with an empty set returns the other set.
+  Counts may be zero: merging with an empty set returns the other set. The
+  correction term is squared after its weight is applied, so it overflows
+  only when the merged summed variance itself does.
 
   Returns:
     `(count, mean, summed_variance)` of the union.
@@ -88,8 +102,9 @@ def merge_moments(count_a: tf.Tensor, mean_a: tf.Tensor,
   safe_count = tf.where(count > 0, count, tf.ones_like(count))
   delta = mean_b - mean_a
   mean = mean_a + delta * (count_b / safe_count)
+  weight = count_a * (count_b / safe_count)
   summed_variance = (summed_variance_a + summed_variance_b +
-                     tf.square(delta) * (count_a * count_b / safe_count))
+                     tf.square(delta * tf.sqrt(weight)))
   return count, mean, summed_variance
 
 
@@ -138,8 +153,13 @@ class MeanStd(tf.Module, metaclass=abc.ABCMeta):
     """Creates the tracker's variables (inside its name scope)."""
 
   @abc.abstractmethod
-  def update(self, data: tf.Tensor) -> None:
-    """Adds `data` (`<float32>[..., size]`, all rows) to the statistics."""
+  def update(self, data: tf.Tensor) -> tf.Tensor:
+    """Adds `data` (`<float32>[..., size]`, all rows) to the statistics.
+
+    Returns:
+      `<bool>[]`: whether the statistics changed; False when the new ones
+      would not be finite (the update is then refused and counted).
+    """
 
   @abc.abstractmethod
   def get_mean_std(self) -> MeanAndStd:
@@ -211,27 +231,33 @@ class EMAMeanStd(MeanStd):
     self._std_max_value = std_max_value
     self.first_moment = None
     self.second_moment = None
+    self._refused = None
 
   def _create_variables(self, size: int) -> None:
     self.first_moment = _statistic('first_moment', tf.zeros([size]))
     self.second_moment = _statistic('second_moment', tf.ones([size]))
+    self._refused = _refused_updates()
 
-  def update(self, data: tf.Tensor) -> None:
+  def update(self, data: tf.Tensor) -> tf.Tensor:
     """Moves the moments towards those of the global batch."""
-    rows = self._rows(data)
+    # Sums in float64: a batch whose sum of squares overflows float32 can
+    # still have a representable mean square.
+    rows = tf.cast(self._rows(data), tf.float64)
     count, total, total_squares = _cross_replica_sum([
-        tf.cast(tf.shape(rows)[0], tf.float32),
+        tf.cast(tf.shape(rows)[0], tf.float64),
         tf.reduce_sum(rows, axis=0),
         tf.reduce_sum(tf.square(rows), axis=0)])
     # An empty batch leaves the moments unchanged.
     beta = tf.where(count > 0, tf.constant(self._beta, tf.float32), 0.)
     safe_count = tf.maximum(count, 1.)
+    batch_mean = tf.cast(total / safe_count, tf.float32)
+    batch_mean_square = tf.cast(total_squares / safe_count, tf.float32)
     first_moment = self.first_moment.read_value()
     second_moment = self.second_moment.read_value()
-    self.first_moment.assign(
-        first_moment + beta * (total / safe_count - first_moment))
-    self.second_moment.assign(
-        second_moment + beta * (total_squares / safe_count - second_moment))
+    return update_gate.assign_if_finite(self._refused, [
+        (self.first_moment, first_moment + beta * (batch_mean - first_moment)),
+        (self.second_moment,
+         second_moment + beta * (batch_mean_square - second_moment))])
 
   def get_mean_std(self) -> MeanAndStd:
     self._check_initialized()
@@ -275,14 +301,16 @@ class AverageMeanStd(MeanStd):
     self.update_count = None
     self.mean = None
     self.summed_variance = None
+    self._refused = None
 
   def _create_variables(self, size: int) -> None:
     self.observation_count = _statistic('observation_count', tf.zeros([]))
     self.update_count = _statistic('update_count', tf.zeros([], tf.int64))
     self.mean = _statistic('mean', tf.zeros([size]))
     self.summed_variance = _statistic('summed_variance', tf.zeros([size]))
+    self._refused = _refused_updates()
 
-  def update(self, data: tf.Tensor) -> None:
+  def update(self, data: tf.Tensor) -> tf.Tensor:
     """Folds the global batch into the statistics (two all-reduces)."""
     rows = self._rows(data)
     old_mean = self.mean.read_value()
@@ -297,12 +325,9 @@ class AverageMeanStd(MeanStd):
     (variance_increment,) = _cross_replica_sum([
         tf.reduce_sum(deviations * (rows - new_mean), axis=0)])
     summed_variance = self.summed_variance.read_value() + variance_increment
-    self.observation_count.assign(count)
-    self.mean.assign(new_mean)
-    self.summed_variance.assign(summed_variance)
-    self.update_count.assign_add(1)
+    return self._assign_if_finite(count, new_mean, summed_variance, 1)
 
-  def merge(self, other: 'AverageMeanStd', alpha: Scalar = 1.) -> None:
+  def merge(self, other: 'AverageMeanStd', alpha: Scalar = 1.) -> tf.Tensor:
     """Adds the statistics of `other` to these, in place.
 
     Args:
@@ -310,6 +335,10 @@ class AverageMeanStd(MeanStd):
       alpha: Weight of `other`'s samples: 1 merges them, 0 is a no-op (a
         tensor, so that graphs can decide without a `tf.cond` around
         variable updates), values in between merge a fraction of them.
+
+    Returns:
+      `<bool>[]`: whether the statistics changed (False when the merged
+      ones would not be finite: the merge is then refused and counted).
     """
     self._check_same_size(other)
     alpha = tf.cast(alpha, tf.float32)
@@ -318,10 +347,18 @@ class AverageMeanStd(MeanStd):
         self.summed_variance.read_value(),
         alpha * other.observation_count.read_value(), other.mean.read_value(),
         alpha * other.summed_variance.read_value())
-    self.observation_count.assign(count)
-    self.mean.assign(mean)
-    self.summed_variance.assign(summed_variance)
-    self.update_count.assign_add(tf.cast(alpha > 0, tf.int64))
+    return self._assign_if_finite(count, mean, summed_variance,
+                                  tf.cast(alpha > 0, tf.int64))
+
+  def _assign_if_finite(self, count: tf.Tensor, mean: tf.Tensor,
+                        summed_variance: tf.Tensor,
+                        updates: tf.Tensor) -> tf.Tensor:
+    """Sets the statistics, and counts `updates` more, unless one is not
+    finite; returns whether they were set."""
+    return update_gate.assign_if_finite(self._refused, [
+        (self.observation_count, count), (self.mean, mean),
+        (self.summed_variance, summed_variance),
+        (self.update_count, self.update_count.read_value() + updates)])
 
   def reset(self, alpha: Scalar = 1.) -> None:
     """Forgets the statistics: all of them with alpha 1, none with alpha 0.
@@ -400,16 +437,21 @@ class TwoLevelAverageMeanStd(MeanStd):
     self.accumulator.init(size)
     self.buffer.init(size)
 
-  def update(self, data: tf.Tensor) -> None:
-    """Updates the buffer, flushing it into the accumulator when full."""
+  def update(self, data: tf.Tensor) -> tf.Tensor:
+    """Updates the buffer, flushing it into the accumulator when full.
+
+    Returns whether the buffer took the data. A flush whose merge is refused
+    (merged statistics not finite) still empties the buffer.
+    """
     self._check_initialized()
-    self.buffer.update(data)
+    applied = self.buffer.update(data)
     # Every replica sees the same update count, so all of them flush
     # together; alpha 0 makes merge and reset no-ops.
     flush = tf.cast(
         self.buffer.update_count.read_value() >= self.buffer_size, tf.float32)
     self.accumulator.merge(self.buffer, flush)
     self.buffer.reset(flush)
+    return applied
 
   def get_mean_std(self) -> MeanAndStd:
     """Statistics of the union of both levels; 0 and 1 without data."""
@@ -445,8 +487,9 @@ class FixedMeanStd(MeanStd):
   def _create_variables(self, size: int) -> None:
     del size  # Nothing to create.
 
-  def update(self, data: tf.Tensor) -> None:
+  def update(self, data: tf.Tensor) -> tf.Tensor:
     self._rows(data)  # Checked like the other trackers' data, then ignored.
+    return tf.constant(True)
 
   def get_mean_std(self) -> MeanAndStd:
     self._check_initialized()
