@@ -6,6 +6,10 @@ sums of squares of its own data into replica-local variables
 (`update(x, only_accumulate=True)`), then `finish_update()` all-reduces those
 accumulators, folds them into the shared totals and zeroes them. With no
 distribution strategy the same code runs on the single default replica.
+
+A fold whose totals or statistics would not be finite is refused as a whole
+(the accumulated data is dropped, the statistics stay) and counted
+(`update_gate`, kind 'observation normalizer updates').
 """
 
 from collections.abc import Callable
@@ -14,6 +18,7 @@ from typing import Any
 import tensorflow as tf
 
 from seed_rl.common import networks
+from seed_rl.common import update_gate
 
 
 class Normalizer(tf.Module):
@@ -41,6 +46,7 @@ class Normalizer(tf.Module):
     self.clip_range = tuple(clip_range)
     self.initialized = False
     self.size = None
+    self._refused = None
 
   def build(self, size: int) -> None:
     """Creates the variables for inputs whose last dimension is `size`."""
@@ -77,6 +83,7 @@ class Normalizer(tf.Module):
       self.mean = total('mean', tf.zeros([self.size], tf.float32))
       # 1 rather than 0 so an unused normalizer is (almost) the identity.
       self.std = total('std', tf.ones([self.size], tf.float32))
+    self._refused = update_gate.RefusedUpdates('observation normalizer updates')
     self.initialized = True
 
   def _maybe_build(self, x: tf.Tensor) -> None:
@@ -125,18 +132,20 @@ class Normalizer(tf.Module):
     with tf.control_dependencies([steps, sums, sumsqs]):
       for acc in accumulators:
         acc.assign(tf.zeros(acc.shape, acc.dtype))
-    self.steps.assign_add(steps)
-    self.sum.assign_add(sums)
-    self.sumsq.assign_add(sumsqs)
-    total_steps = self.steps.read_value()
+    total_steps = self.steps.read_value() + steps
+    total_sum = self.sum.read_value() + sums
+    total_sumsq = self.sumsq.read_value() + sumsqs
     safe_steps = tf.maximum(total_steps, 1.)
-    mean = self.sum.read_value() / safe_steps
-    var = tf.maximum(self.sumsq.read_value() / safe_steps - tf.square(mean), 0.)
+    mean = total_sum / safe_steps
+    var = tf.maximum(total_sumsq / safe_steps - tf.square(mean), 0.)
     has_data = total_steps > 0
-    # Keep the previous statistics until some data has been seen.
-    self.mean.assign(tf.where(has_data, tf.cast(mean, tf.float32), self.mean))
-    self.std.assign(
-        tf.where(has_data, tf.cast(tf.sqrt(var), tf.float32), self.std))
+    update_gate.assign_if_finite(self._refused, [
+        (self.steps, total_steps), (self.sum, total_sum),
+        (self.sumsq, total_sumsq),
+        # Keep the previous statistics until some data has been seen.
+        (self.mean, tf.where(has_data, tf.cast(mean, tf.float32), self.mean)),
+        (self.std,
+         tf.where(has_data, tf.cast(tf.sqrt(var), tf.float32), self.std))])
 
   def __call__(self, x: tf.Tensor) -> tf.Tensor:
     """Returns `clip((x - mean) / (std + eps))`, same shape as `x`.
