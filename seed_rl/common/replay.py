@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl.common import env_state
+from seed_rl.common import update_gate
 
 
 def _as_tensor_specs(specs):
@@ -30,6 +31,10 @@ class PrioritizedReplay(tf.Module):
 
   `specs` describe one item: a nest of `tf.TensorSpec`s, or of tensors whose shapes and dtypes
   are used. Not thread-safe: the learner inserts and samples from one thread.
+
+  Nothing non-finite enters the buffer: `insert` leaves out the items with a non-finite value or
+  priority, and `update_priorities` keeps the old priority where the new one is not finite;
+  both are counted (`update_gate`, kinds 'replay rows' and 'replay priorities').
   """
 
   def __init__(self, size: int, specs, importance_sampling_exponent: float,
@@ -44,17 +49,24 @@ class PrioritizedReplay(tf.Module):
       self._priorities = tf.Variable(tf.zeros([size]), trainable=False, name='priorities')
       self._buffer, self._structure = env_state.create_variables(specs, [size])
       self.num_inserted = tf.Variable(0, dtype=tf.int64, trainable=False, name='num_inserted')
+    self._refused_rows = update_gate.RefusedUpdates('replay rows')
+    self._refused_priorities = update_gate.RefusedUpdates('replay priorities')
 
   @tf.function
   @tf.Module.with_name_scope
   def insert(self, values, priorities):
-    """Inserts a batch (FIFO, overwriting the oldest) and returns its `<int64>` indices."""
+    """Inserts a batch (FIFO, overwriting the oldest) and returns the `<int64>` indices of the
+    items inserted: all but those with a non-finite value or priority, which are counted."""
     priorities = tf.convert_to_tensor(priorities, tf.float32)
+    tf.nest.assert_same_structure(self._structure.nest, values)
+    flat_values = [tf.convert_to_tensor(value) for value in tf.nest.flatten(values)]
+    finite = update_gate.finite_rows(flat_values + [priorities])
+    self._refused_rows.add(tf.reduce_sum(tf.cast(tf.logical_not(finite), tf.int64)))
+    priorities = tf.boolean_mask(priorities, finite)
     num_values = tf.cast(tf.shape(priorities)[0], tf.int64)
     indices = (self.num_inserted + tf.range(num_values)) % self._size
-    tf.nest.assert_same_structure(self._structure.nest, values)
-    for var, value in zip(self._buffer, tf.nest.flatten(values)):
-      var.scatter_update(tf.IndexedSlices(value, indices))
+    for var, value in zip(self._buffer, flat_values):
+      var.scatter_update(tf.IndexedSlices(tf.boolean_mask(value, finite), indices))
     self._priorities.scatter_update(tf.IndexedSlices(priorities, indices))
     self.num_inserted.assign_add(num_values)
     return indices
@@ -99,9 +111,13 @@ class PrioritizedReplay(tf.Module):
   @tf.function
   @tf.Module.with_name_scope
   def update_priorities(self, indices, priorities):
-    """Sets the priorities of `indices` (a repeated index keeps one of its values)."""
-    self._priorities.scatter_update(
-        tf.IndexedSlices(tf.convert_to_tensor(priorities, tf.float32), indices))
+    """Sets the priorities of `indices` (a repeated index keeps one of its values); where a new
+    priority is not finite the old one stays, and the refusal is counted."""
+    priorities = tf.convert_to_tensor(priorities, tf.float32)
+    finite = tf.math.is_finite(priorities)
+    self._refused_priorities.add(tf.reduce_sum(tf.cast(tf.logical_not(finite), tf.int64)))
+    self._priorities.scatter_update(tf.IndexedSlices(
+        tf.where(finite, priorities, tf.gather(self._priorities, indices)), indices))
 
 
 def _available_memory_bytes() -> int:
