@@ -3,10 +3,57 @@
 import contextlib
 import threading
 import time
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
+
+# Seconds between two warnings of `CountWarnings` after its first one.
+WARNING_PERIOD_SECS = 60.
+
+
+def describe_counts(counts: Mapping[str, int]) -> str:
+  """'3 skipped optimizer steps, 20 refused replay rows': the non-zero counts, '' if none."""
+  return ', '.join(f'{count:,} {name}' for name, count in counts.items() if count)
+
+
+class CountWarnings(object):
+  """Warns when counters rise: at once the first time, then at most once per `period_secs`,
+  with every total and what each one rose by since the previous warning.
+
+  `read_counts()` returns `{name: total}`, names read as the counted things ('skipped
+  optimizer steps'). Not thread-safe: one thread calls `check`.
+  """
+
+  def __init__(self, read_counts: Callable[[], Mapping[str, int]], message: str,
+               period_secs: float = WARNING_PERIOD_SECS,
+               clock: Callable[[], float] = time.monotonic):
+    self._read_counts = read_counts
+    self._message = message
+    self._period_secs = period_secs
+    self._clock = clock
+    self._warned: Dict[str, int] = {}
+    self._last_warning = None
+
+  def check(self) -> Dict[str, int]:
+    """Warns if a count rose since the last warning and the period allows a warning now;
+    returns the counts read."""
+    counts = dict(self._read_counts())
+    rises = {name: count - self._warned.get(name, 0) for name, count in counts.items()
+             if count > self._warned.get(name, 0)}
+    now = self._clock()
+    if not rises or (self._last_warning is not None and
+                     now - self._last_warning < self._period_secs):
+      return counts
+    since = ('' if self._last_warning is None else
+             f' (since the previous warning: {describe_counts(rises)})')
+    logging.warning('%s: %s%s.', self._message, describe_counts(counts), since)
+    self._warned, self._last_warning = counts, now
+    return counts
+
+  def summary(self) -> str:
+    """The current non-zero totals, as `describe_counts` writes them."""
+    return describe_counts(self._read_counts())
 
 
 class ProgressLogger(object):
@@ -23,6 +70,11 @@ class ProgressLogger(object):
   Without a `summary_writer` the scalars go to the default writer of the thread that logs
   (`tf.summary.create_file_writer(...).as_default()`), and nowhere if it has none: values
   are still collected and the callback still runs.
+
+  Counters that must not rise unnoticed (skipped optimizer steps, refused state updates) are
+  watched with `watch_counts`: every wake-up checks them and logs a rate-limited warning when
+  one rose; they are written with the other values (as `non_finite/<name>`), and
+  `counts_summary()` gives their totals for a progress line.
   """
 
   def __init__(self, summary_writer=None, initial_period: float = 0.1,
@@ -41,6 +93,7 @@ class ProgressLogger(object):
     self.terminator = None
     self.last_log_time = None
     self.last_log_step = starting_step
+    self.count_warnings = None
 
   def start(self, logging_callback: Optional[Callable[[], None]] = None) -> None:
     """Starts the logging thread; `logging_callback` runs on every wake-up, before the write
@@ -51,6 +104,15 @@ class ProgressLogger(object):
     self.logger_thread = threading.Thread(target=self._logging_loop, daemon=True,
                                           name='ProgressLogger')
     self.logger_thread.start()
+
+  def watch_counts(self, read_counts: Callable[[], Mapping[str, int]], message: str) -> None:
+    """Checks `read_counts()` on every wake-up (before the callback) and warns, rate-limited,
+    with `message` and the totals when one rose (`CountWarnings`); replaces an earlier watch."""
+    self.count_warnings = CountWarnings(read_counts, message)
+
+  def counts_summary(self) -> str:
+    """The watched counts that are not zero ('3 skipped optimizer steps'), '' if none."""
+    return '' if self.count_warnings is None else self.count_warnings.summary()
 
   def shutdown(self) -> None:
     """Stops the thread after a last write."""
@@ -68,6 +130,7 @@ class ProgressLogger(object):
     now = time.time()
     writer_scope = (contextlib.nullcontext() if self.summary_writer is None
                     else self.summary_writer.as_default())
+    counts = {} if self.count_warnings is None else self.count_warnings.check()
     with writer_scope:
       tf.summary.experimental.set_step(current_step)
       if self.logging_callback:
@@ -76,6 +139,8 @@ class ProgressLogger(object):
         return
       for key, value in zip(self.log_keys, values):
         tf.summary.scalar(key, value)
+      for name, count in counts.items():
+        tf.summary.scalar('non_finite/' + name.replace(' ', '_'), count)
       if self.last_log_time is not None:
         tf.summary.scalar('speed/steps_per_sec',
                           (current_step - self.last_log_step) / (now - self.last_log_time))

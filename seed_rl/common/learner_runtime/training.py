@@ -5,7 +5,13 @@ from typing import Any, Dict
 import tensorflow as tf
 
 from seed_rl.common import progress_logger
+from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import agent as agent_lib
+
+# What the learner's rate-limited warning says when a step or a state update was refused.
+NON_FINITE_WARNING = (
+    'Non-finite results were refused, the old values stay (extreme observations or rewards, '
+    'which --max_abs_observation and --max_abs_reward bound, or too high a learning rate)')
 
 
 @tf.autograph.experimental.do_not_convert
@@ -29,11 +35,6 @@ def _gather_over_replicas(strategy: tf.distribute.Strategy, value) -> tf.Tensor:
 
 
 @tf.autograph.experimental.do_not_convert
-def _all_finite(tensors) -> tf.Tensor:
-  return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None])
-
-
-@tf.autograph.experimental.do_not_convert
 def _apply_if_finite(optimizer: Any, gradients, variables, loss,
                      skipped_steps: tf.Variable) -> tf.Tensor:
   """Applies `gradients` only when the loss and the gradients of every replica are finite;
@@ -46,7 +47,7 @@ def _apply_if_finite(optimizer: Any, gradients, variables, loss,
   context = tf.distribute.get_replica_context()
   bad_replicas = context.all_reduce(
       tf.distribute.ReduceOp.SUM,
-      1 - tf.cast(tf.logical_and(_all_finite([loss]), _all_finite(gradients)), tf.int32))
+      1 - tf.cast(update_gate.all_finite([loss] + list(gradients)), tf.int32))
 
   def decide(strategy, bad_replicas, gradients):
     def apply():
@@ -70,11 +71,17 @@ def create_minimize(strategy: tf.distribute.Strategy, agent: agent_lib.LearnerAg
   `agent.clip_norm` when it is set. A step whose loss or gradients are not finite is skipped
   (the optimizer's step counter does not advance) and counted in `skipped_steps`. The metrics
   (plus `gradient_norm_before_clip` and `skipped_steps`) go to the progress logger; its step
-  (frames) is the runtime's to advance, once per training iteration.
+  (frames) is the runtime's to advance, once per training iteration. The logger watches the
+  skipped steps and the refused state updates (`update_gate`): a warning when they rise (at
+  most one a minute) and their totals in `logger.counts_summary()`.
   """
   num_replicas = strategy.num_replicas_in_sync
   trainable_variables = agent.trainable_variables
   skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name='skipped_steps')
+  logger.watch_counts(
+      lambda: {'skipped optimizer steps': int(skipped_steps.numpy()),
+               **update_gate.refused_counts()},
+      NON_FINITE_WARNING)
 
   def replica_step(batch) -> Dict[str, tf.Tensor]:
     with tf.GradientTape() as tape:
