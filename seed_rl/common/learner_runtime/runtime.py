@@ -256,5 +256,8 @@ class _Learner(object):
     else:
       left = int(self._config.total_environment_frames) - self._frames(iteration)
       reason = f'stopped with {left} frames of the budget left'
-    logging.info('Training finished at iteration %d (%d environment frames): %s; checkpoint %s',
-                 iteration, self._frames(iteration), reason, path)
+    saved = (f'checkpoint {path}' if path else
+             f'no checkpoint saved (see the error above), the latest is '
+             f'{self._checkpointer.latest_checkpoint}')
+    logging.info('Training finished at iteration %d (%d environment frames): %s; %s',
+                 iteration, self._frames(iteration), reason, saved)

@@ -1,5 +1,6 @@
 """Tests of the runtime's checkpoints and of the policy every agent exports."""
 
+import re
 import types
 
 import gymnasium
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 
 def _config(logdir, **overrides):
   values = dict(logdir=str(logdir), init_checkpoint=None, save_checkpoint_secs=3600,
-                checkpoints_to_keep=3)
+                checkpoints_to_keep=3, fresh_start=False)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 
@@ -98,7 +99,7 @@ def test_an_unreadable_latest_checkpoint_falls_back_to_the_previous_one(tmp_path
 
   restored = _Model(0.)
   caplog.set_level('INFO')
-  _checkpointer(restored, _config(tmp_path))
+  assert _checkpointer(restored, _config(tmp_path)).latest_checkpoint == f'{tmp_path}/ckpt-1'
   assert restored.weight.numpy() == 2. and restored.iterations.numpy() == 1
   warnings = [r.getMessage() for r in caplog.records if 'cannot be restored' in r.getMessage()]
   assert len(warnings) == 1 and latest in warnings[0] and '\n' not in warnings[0]
@@ -112,6 +113,181 @@ def test_checkpoints_to_keep_keeps_that_many(tmp_path):
     checkpointer.save()
   kept = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
   assert [path.rsplit('-', 1)[1] for path in kept] == ['3', '4']
+
+
+def _save_at(checkpointer, model, iteration, weight):
+  model.weight.assign(weight)
+  model.iterations.assign(iteration)
+  return checkpointer.save()
+
+
+def _truncate_data_files(prefix):
+  for path in tf.io.gfile.glob(prefix + '.data-*'):
+    with open(path, 'r+b') as f:  # A copy cut short, a disk that filled up.
+      f.truncate(4)
+
+
+def _contents(directory):
+  """{file name: bytes} of the files directly in `directory`."""
+  return {path.name: path.read_bytes() for path in directory.iterdir() if path.is_file()}
+
+
+def _unreadable_logdir(tmp_path):
+  """A logdir whose two checkpoints are both truncated; returns it and its files' contents."""
+  logdir = tmp_path / 'logdir'
+  model = _Model(1.)
+  checkpointer = _checkpointer(model, _config(logdir))
+  for iteration in (1, 2):
+    _truncate_data_files(_save_at(checkpointer, model, iteration, 2. * iteration))
+  return logdir, {name: data for name, data in _contents(logdir).items()}
+
+
+def test_unreadable_checkpoints_stop_the_learner_and_stay_untouched(tmp_path):
+  logdir, before = _unreadable_logdir(tmp_path)
+  with pytest.raises(checkpoints.UnreadableCheckpointsError) as raised:
+    _checkpointer(_Model(0.), _config(logdir))
+  message = str(raised.value)
+  for name in ('ckpt-1.index', 'ckpt-2.data-00000-of-00001', 'checkpoint', str(logdir),
+               '--fresh_start', 'unreadable_checkpoints_', 'move them out of the logdir'):
+    assert name in message, message
+  assert _contents(logdir) == before
+
+
+def test_fresh_start_moves_unreadable_checkpoints_aside_and_starts_from_scratch(tmp_path):
+  logdir, before = _unreadable_logdir(tmp_path)
+  model = _Model(0.)
+  checkpointer = _checkpointer(model, _config(logdir, fresh_start=True))
+  assert model.weight.numpy() == 0. and model.iterations.numpy() == 0
+  assert checkpointer.latest_checkpoint is None
+  [moved] = list(logdir.glob('unreadable_checkpoints_*'))
+  assert _contents(moved) == before  # Every file, byte for byte.
+  assert not list(logdir.glob('ckpt-*')) and not (logdir / 'checkpoint').exists()
+  assert _save_at(checkpointer, model, 1, 3.).endswith('ckpt-1')
+  assert tf.train.latest_checkpoint(str(logdir)).endswith('ckpt-1')
+
+
+@pytest.mark.parametrize('garbage', [b'\xff\xfe\x00garbage', b'no state at all'])
+def test_an_unreadable_state_file_is_named_and_the_files_are_listed(tmp_path, garbage):
+  logdir = tmp_path / 'logdir'
+  logdir.mkdir()
+  (logdir / 'checkpoint').write_bytes(garbage)
+  with pytest.raises(checkpoints.UnreadableCheckpointsError,
+                     match=f'checkpoint state file {re.escape(str(logdir))}/checkpoint cannot be '
+                     'read'):
+    _checkpointer(_Model(0.), _config(logdir))
+  assert (logdir / 'checkpoint').read_bytes() == garbage
+
+  # Readable checkpoints beside it are found by their files; the newest is restored.
+  model = _Model(1.)
+  checkpointer = _checkpointer(model, _config(tmp_path / 'other'))
+  for iteration in (4, 5):
+    _save_at(checkpointer, model, iteration, float(iteration))
+  for path in (tmp_path / 'other').glob('ckpt-*'):
+    path.rename(logdir / path.name)
+  restored = _Model(0.)
+  resumed = _checkpointer(restored, _config(logdir))
+  assert restored.weight.numpy() == 5. and resumed.latest_checkpoint.endswith('ckpt-5')
+
+
+class _CorruptingCheckpointer(checkpoints.Checkpointer):
+  """Writes checkpoints that a faulty disk cuts short after the write succeeded."""
+
+  def _write(self, prefix):
+    super()._write(prefix)
+    _truncate_data_files(prefix)
+
+
+def test_a_checkpoint_that_fails_verification_deletes_no_older_one(tmp_path, caplog):
+  config = _config(tmp_path, checkpoints_to_keep=1)
+  model = _Model(1.)
+  _save_at(_checkpointer(model, config), model, 1, 2.)
+  policy = lambda a, e, s: (a, s)
+  corrupting = _CorruptingCheckpointer(
+      {'model': model},
+      checkpoints.PolicyExport(model, policy, policy, lambda n: tf.zeros([n]), _export_specs()),
+      model.iterations, config)
+  caplog.set_level('INFO')
+  assert _save_at(corrupting, model, 2, 3.) is None
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-1')
+  assert not list(tmp_path.glob('ckpt-2*')) and not list(tmp_path.glob('ckpt_being_written*'))
+  assert corrupting.latest_checkpoint.endswith('ckpt-1')
+  errors = [r.getMessage() for r in caplog.records if r.levelname == 'ERROR']
+  assert len(errors) == 1 and f'Cannot save checkpoint {tmp_path}/ckpt-2' in errors[0], errors
+  restored = _Model(0.)
+  _checkpointer(restored, config)
+  assert restored.weight.numpy() == 2. and restored.iterations.numpy() == 1
+
+
+def test_a_failed_save_keeps_the_older_checkpoints_and_names_the_path(tmp_path, caplog):
+  model = _Model(1.)
+  checkpointer = _checkpointer(model, _config(tmp_path, checkpoints_to_keep=1))
+  _save_at(checkpointer, model, 1, 2.)
+  exported = _contents(tmp_path / 'saved_model')
+  # A file where the write needs a folder fails it, as a full or read-only disk would.
+  (tmp_path / 'ckpt_being_written_temp').write_text('in the way')
+  caplog.set_level('INFO')
+  assert _save_at(checkpointer, model, 2, 3.) is None
+  errors = [r.getMessage() for r in caplog.records if r.levelname == 'ERROR']
+  assert len(errors) == 1 and f'Cannot save checkpoint {tmp_path}/ckpt-2' in errors[0], errors
+  assert 'the earlier checkpoints are kept' in errors[0] and '\n' not in errors[0]
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-1')
+  assert _contents(tmp_path / 'saved_model') == exported
+  # Once the disk is fixed the next save goes through and rotates.
+  (tmp_path / 'ckpt_being_written_temp').unlink()
+  assert _save_at(checkpointer, model, 3, 4.).endswith('ckpt-3')
+  assert not list(tmp_path.glob('ckpt-1*'))
+
+
+class _Normalizer(tf.Module):
+
+  def __init__(self):
+    super().__init__()
+    self.mean = tf.Variable([0., 0.])
+
+
+class _NormalizedNetwork(tf.keras.Model):
+  """A Keras network holding a `tf.Module` of statistics, as the on-policy agent's does: the
+  statistics are in its checkpoint but not in its Keras `variables`."""
+
+  def __init__(self):
+    super().__init__(name='normalized_network')
+    self.normalizer = _Normalizer()
+    self.dense = tf.keras.layers.Dense(2)
+    self.iterations = tf.Variable(0, dtype=tf.int64)
+
+  def call(self, x):
+    return self.dense(x - self.normalizer.mean)
+
+
+def _normalized_network():
+  network = _NormalizedNetwork()
+  network(tf.zeros([1, 2]))
+  return network
+
+
+@pytest.mark.parametrize('make_model,variable,name', [
+    (lambda: _Model(1.), lambda model: model.weight, 'model/weight'),
+    (_normalized_network, lambda model: model.normalizer.mean, 'model/normalizer/mean')])
+def test_a_non_finite_variable_is_never_saved(tmp_path, caplog, make_model, variable, name):
+  model = make_model()
+  checkpointer = _checkpointer(model, _config(tmp_path))
+  checkpointer.save()
+
+  def files():
+    return {str(path.relative_to(tmp_path)): path.read_bytes() for path in tmp_path.rglob('*')
+            if path.is_file()}
+
+  saved = files()
+  caplog.set_level('INFO')
+  variable(model).assign(np.full(variable(model).shape, np.nan, np.float32))
+  for iteration in (2, 3):
+    model.iterations.assign(iteration)
+    assert checkpointer.save() is None
+  assert checkpointer.refused_saves == 2 and files() == saved
+  errors = [r.getMessage() for r in caplog.records if r.levelname == 'ERROR']
+  # Rate-limited: the second refusal within minutes logs nothing.
+  assert len(errors) == 1 and f': {name} is not finite' in errors[0], errors
+  assert 'ckpt-0' in errors[0] and 'Not saving the checkpoint of iteration 2' in errors[0]
 
 
 def _cartpole_agent(agent):
