@@ -19,6 +19,7 @@ from absl import logging
 import tensorflow as tf
 
 from seed_rl.common import specs as specs_lib
+from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import checkpoint_files
 
 # Seconds after a refused or failed save before the next try (or the period, when shorter).
@@ -157,7 +158,8 @@ class Checkpointer(object):
     self._period_secs = config.save_checkpoint_secs
     self._roots = dict(trackables, saved_model=export)
     self._non_finite_names = None  # Built at the first save, when every variable exists.
-    self.refused_saves = 0  # Saves refused because a variable was not finite.
+    # Saves refused because a variable was not finite: in the learner's progress line.
+    self._refused_saves = update_gate.RefusedUpdates('checkpoint saves')
     self._next_non_finite_line = 0.  # When such a refusal may be logged again.
     found = checkpoint_files.find(config.logdir)
     if found.state_error:
@@ -183,6 +185,11 @@ class Checkpointer(object):
     self._next_save = time.time() + self._period_secs if restored else 0.
 
   @property
+  def refused_saves(self) -> int:
+    """How many saves were refused because a variable was not finite."""
+    return int(self._refused_saves.count.numpy())
+
+  @property
   def latest_checkpoint(self) -> Optional[str]:
     """The path of the latest checkpoint in the logdir (restored or saved), or None."""
     return self._latest
@@ -203,7 +210,7 @@ class Checkpointer(object):
       self._non_finite_names = _non_finite_check(self._roots)
     non_finite = self._non_finite_names()
     if non_finite:
-      self.refused_saves += 1
+      self._refused_saves.add(True)
       if time.monotonic() >= self._next_non_finite_line:
         self._next_non_finite_line = time.monotonic() + _NON_FINITE_LINE_PERIOD_SECS
         more = len(non_finite) - _NAMES_SHOWN

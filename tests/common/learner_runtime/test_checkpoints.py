@@ -14,6 +14,7 @@ from seed_rl.agents.sac import networks as sac_networks
 from seed_rl.agents.vtrace import learner as vtrace_learner
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import specs
+from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import runtime
 from seed_rl.environments.gym import env as gym_env
@@ -284,6 +285,8 @@ def test_a_non_finite_variable_is_never_saved(tmp_path, caplog, make_model, vari
     model.iterations.assign(iteration)
     assert checkpointer.save() is None
   assert checkpointer.refused_saves == 2 and files() == saved
+  # Counted where the learner's progress line finds refused updates.
+  assert update_gate.refused_counts()['refused checkpoint saves'] >= 2
   errors = [r.getMessage() for r in caplog.records if r.levelname == 'ERROR']
   # Rate-limited: the second refusal within minutes logs nothing.
   assert len(errors) == 1 and f': {name} is not finite' in errors[0], errors
