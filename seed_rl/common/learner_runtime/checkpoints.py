@@ -156,21 +156,29 @@ class Checkpointer(object):
     self._iterations = iterations
     self._export_dir = os.path.join(config.logdir, 'saved_model')
     self._period_secs = config.save_checkpoint_secs
+    self._checkpoint_roots = trackables
     self._roots = dict(trackables, saved_model=export)
     self._non_finite_names = None  # Built at the first save, when every variable exists.
     # Saves refused because a variable was not finite: in the learner's progress line.
     self._refused_saves = update_gate.RefusedUpdates('checkpoint saves')
     self._next_non_finite_line = 0.  # When such a refusal may be logged again.
+    self._latest = self._restore(config)
+    self._next_save = time.time() + self._period_secs if self._latest else 0.
+
+  def _restore(self, config: Any) -> Optional[str]:
+    """Restores the latest checkpoint of the logdir that can be restored and returns its path;
+    else moves unreadable ones aside (`fresh_start`) or raises, and loads `init_checkpoint`."""
     found = checkpoint_files.find(config.logdir)
     if found.state_error:
       logging.warning('%s; looking for checkpoints by their files instead.',
                       found.state_error[0].upper() + found.state_error[1:])
-    initial_values = [(variable, variable.numpy())
-                      for _, variable in _named_variables(trackables)] if found.files else []
+    initial_values = [(variable, variable.numpy()) for _, variable in
+                      _named_variables(self._checkpoint_roots)] if found.files else []
     restored, reasons = _restore_latest(self._checkpoint, found)
     self._kept = found.kept  # What the rotation deletes from, oldest first.
-    self._latest = restored
-    if restored is None and found.files:
+    if restored:
+      return restored
+    if found.files:
       if not config.fresh_start:
         raise UnreadableCheckpointsError(_unreadable_message(found, reasons))
       for variable, value in initial_values:  # Undo what a failed restore assigned.
@@ -179,10 +187,10 @@ class Checkpointer(object):
       logging.warning('--fresh_start: starting from scratch; the checkpoint files that could not '
                       'be restored are moved into %s.', moved_to)
       self._kept = []
-    if restored is None and config.init_checkpoint:
+    if config.init_checkpoint:
       logging.info('Loading initial checkpoint from %s...', config.init_checkpoint)
       self._checkpoint.restore(config.init_checkpoint).assert_consumed()
-    self._next_save = time.time() + self._period_secs if restored else 0.
+    return None
 
   @property
   def refused_saves(self) -> int:

@@ -167,6 +167,27 @@ def test_fresh_start_moves_unreadable_checkpoints_aside_and_starts_from_scratch(
   assert tf.train.latest_checkpoint(str(logdir)).endswith('ckpt-1')
 
 
+class _LargerModel(_Model):
+
+  def __init__(self, value):
+    super().__init__(value)
+    self.bias = tf.Variable([0., 0.])
+
+
+def test_fresh_start_undoes_a_restore_that_failed_halfway(tmp_path):
+  model = _Model(1.)
+  _save_at(_checkpointer(model, _config(tmp_path)), model, 3, 5.)
+  # The checkpoint reads back whole but lacks `bias`: its restore assigns `weight`, then fails.
+  larger = _LargerModel(0.)
+  with pytest.raises(checkpoints.UnreadableCheckpointsError,
+                     match='not bound to checkpointed values'):
+    _checkpointer(larger, _config(tmp_path))
+  assert larger.weight.numpy() == 5.  # What the failed restore left.
+  larger = _LargerModel(0.)
+  _checkpointer(larger, _config(tmp_path, fresh_start=True))
+  assert larger.weight.numpy() == 0. and larger.iterations.numpy() == 0
+
+
 @pytest.mark.parametrize('garbage', [b'\xff\xfe\x00garbage', b'no state at all'])
 def test_an_unreadable_state_file_is_named_and_the_files_are_listed(tmp_path, garbage):
   logdir = tmp_path / 'logdir'
