@@ -34,12 +34,41 @@ PER_RUN_FLAGS = frozenset([
     'grpc_tls_cert_file', 'grpc_tls_key_file', 'grpc_tls_ca_file', 'init_checkpoint',
     'homepath', 'dataset_path', 'level_cache_dir', 'save_checkpoint_secs',
     'checkpoints_to_keep', 'render', 'render_mode', 'log_episode_frequency', 'fresh_start',
-    'actor_takeover_grace_secs', 'max_abs_observation', 'max_abs_reward'])
+    'actor_takeover_grace_secs', 'refuse_observations_above', 'refuse_rewards_above'])
 SEPARATOR = ' · '
 
 
 class RecordError(ValueError):
-  """A run record that cannot be read; the message names the file."""
+  """A run record that cannot be read; the message names the file and what is wrong with it."""
+
+
+def decode_text(data: bytes, path: str) -> str:
+  """`data`, the content of the record file `path`, as text.
+
+  Raises:
+    RecordError: it is not UTF-8 (a damaged or overwritten file), naming the first bad byte.
+  """
+  try:
+    return data.decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise RecordError(f'{path} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset '
+                      f'{e.start}), so it is damaged') from e
+
+
+def read_text(path: str) -> str:
+  """The text of the local record file `path`.
+
+  Raises:
+    RecordError: it is a directory, cannot be read or is not UTF-8 text, naming it.
+  """
+  if os.path.isdir(path):
+    raise RecordError(f'{path} is a directory, not a file')
+  try:
+    with open(path, 'rb') as f:
+      data = f.read()
+  except OSError as e:
+    raise RecordError(f'{path} cannot be read ({e.strerror or e})') from e
+  return decode_text(data, path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +118,8 @@ class Identity:
 
 
 def has_record(logdir: str) -> bool:
-  """Whether `logdir` holds a run record (either file)."""
-  return any(os.path.isfile(os.path.join(logdir, name)) for name in (RUNS_FILE, FLAGS_FILE))
+  """Whether `logdir` holds a run record (either file, or something in its place)."""
+  return any(os.path.lexists(os.path.join(logdir, name)) for name in (RUNS_FILE, FLAGS_FILE))
 
 
 def find_run_logdirs(parent: str) -> list[str]:
@@ -139,13 +168,27 @@ def _recorded_file(entry: Mapping) -> Optional[str]:
   return None
 
 
+# The fields of a `runs.jsonl` line that readers use, and the JSON types each may have.
+_FIELD_TYPES = {'entry_point': str, 'entry_point_file': str, 'create_env_fn': str,
+                'agent': str, 'argv': list}
+
+
+def _check_fields(entry: Mapping, path: str) -> None:
+  """Raises RecordError where a field readers use has the wrong type (null is allowed)."""
+  for name, kind in _FIELD_TYPES.items():
+    value = entry.get(name)
+    if value is not None and not isinstance(value, kind):
+      raise RecordError(f'{path}: its last line has {name} {json.dumps(value)[:80]}, not a '
+                        f'{"list" if kind is list else "string"}, so it is damaged')
+
+
 def last_start(text: str, path: str) -> Start:
   """The last start that `text`, the content of the runs file `path`, records (an empty
   `Start` for a file without lines); `path` names the file in errors. Takes the text rather
   than the path so that callers read remote logdirs (`gs://`) their own way.
 
   Raises:
-    RecordError: its last line is not a JSON object.
+    RecordError: its last line is not a JSON object with fields of the types a learner writes.
   """
   lines = [line for line in text.splitlines() if line.strip()]
   if not lines:
@@ -156,27 +199,24 @@ def last_start(text: str, path: str) -> Start:
     raise RecordError(f'{path}: its last line is not JSON ({e})') from e
   if not isinstance(entry, dict):
     raise RecordError(f'{path}: its last line is not a JSON object')
+  _check_fields(entry, path)
   return Start(entry.get('entry_point'), _recorded_file(entry), entry.get('create_env_fn'),
                entry.get('agent'))
-
-
-def _read_text(path: str) -> str:
-  with open(path, encoding='utf-8') as f:
-    return f.read()
 
 
 def read_record(logdir: str) -> Optional[RunRecord]:
   """The run record of `logdir`, or None where it has neither file (logdirs of older learners).
 
   Raises:
-    RecordError: `runs.jsonl` whose last line is not a JSON object.
-    OSError: a record file that exists but cannot be read.
+    RecordError: a record file that cannot be read (a directory, unreadable, not UTF-8), or
+      `runs.jsonl` whose last line is not a JSON object of the fields a learner writes.
   """
   runs_path, flags_path = (os.path.join(logdir, name) for name in (RUNS_FILE, FLAGS_FILE))
   if not has_record(logdir):
     return None
-  start = last_start(_read_text(runs_path), runs_path) if os.path.isfile(runs_path) else Start()
-  flags = _parse_flags(_read_text(flags_path)) if os.path.isfile(flags_path) else None
+  exists = os.path.lexists
+  start = last_start(read_text(runs_path), runs_path) if exists(runs_path) else Start()
+  flags = _parse_flags(read_text(flags_path)) if exists(flags_path) else None
   # A script run by path has no module name; its file's name tells it apart.
   entry_point = start.entry_point or os.path.basename(start.entry_point_file or '')
   return RunRecord(logdir, entry_point or None, start.agent, flags)

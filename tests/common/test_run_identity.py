@@ -112,3 +112,26 @@ def test_the_last_start_is_read_from_text(tmp_path, monkeypatch):
   with pytest.raises(run_identity.RecordError, match='^runs.jsonl: its last line is not a JSON '
                                                      'object$'):
     run_identity.last_start('[1]\n', 'runs.jsonl')
+
+
+@pytest.mark.parametrize('name, write, message', [
+    (run_identity.RUNS_FILE, lambda path: path.write_bytes(b'{"agent": "VTRACE"}\n\xff\n'),
+     '{path} is not UTF-8 text (byte 0xff at offset 20), so it is damaged'),
+    (run_identity.FLAGS_FILE, lambda path: path.write_bytes(b'--game=Pong\xe9\n'),
+     '{path} is not UTF-8 text (byte 0xe9 at offset 11), so it is damaged'),
+    (run_identity.RUNS_FILE, lambda path: path.mkdir(), '{path} is a directory, not a file'),
+    (run_identity.FLAGS_FILE, lambda path: path.mkdir(), '{path} is a directory, not a file'),
+    (run_identity.RUNS_FILE, lambda path: path.write_text('{"agent": ["VTRACE"]}\n'),
+     '{path}: its last line has agent ["VTRACE"], not a string, so it is damaged'),
+    (run_identity.RUNS_FILE, lambda path: path.write_text('{"argv": "learner.py"}\n'),
+     '{path}: its last line has argv "learner.py", not a list, so it is damaged'),
+])
+def test_a_damaged_record_file_is_a_record_error_naming_it(tmp_path, name, write, message):
+  """Not a UnicodeDecodeError, IsADirectoryError or TypeError from deep inside a reader, and
+  not a logdir taken for one without a record."""
+  path = tmp_path / name
+  write(path)
+  assert run_identity.has_record(str(tmp_path))
+  with pytest.raises(run_identity.RecordError) as error:
+    run_identity.read_record(str(tmp_path))
+  assert str(error.value) == message.format(path=path)
