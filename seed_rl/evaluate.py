@@ -15,7 +15,8 @@ restart their recurrent state where `done` is set).
 
 Library use: `evaluate(logdir, episodes, greedy, video, overrides)` returns the returns and
 lengths; the CLI (`main`) prints them and exits with status 2 after a clear error
-(`EvaluateError`). A script that calls `evaluate` needs no `if __name__ == '__main__':` guard:
+(`EvaluateError`). A damaged logdir (a file emptied, cut short or not UTF-8, a directory where a
+file belongs) is such an error: it names the file and what to do (`seed_rl.evaluation_files`). A script that calls `evaluate` needs no `if __name__ == '__main__':` guard:
 the environment process never imports the caller's script.
 """
 
@@ -29,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from seed_rl import evaluation_env
+from seed_rl import evaluation_files
 from seed_rl.common import run_identity
 from seed_rl.common.structures import EnvOutput
 
-# What `seed_rl.common.learner_runtime.checkpoints` writes (it imports TensorFlow, which the
-# error paths here do without); the run record's files are named by `run_identity`.
-SAVED_MODEL_DIR = 'saved_model'
+# What `seed_rl.common.learner_runtime.checkpoints` writes; the run record's files are named by
+# `run_identity`.
+SAVED_MODEL_DIR = evaluation_files.SAVED_MODEL_DIR
 
 EvaluateError = evaluation_env.EvaluateError
 RunInfo = evaluation_env.RunInfo
@@ -48,24 +50,32 @@ class Episode:
   length: int
 
 
-def _is_remote(path: str) -> bool:
-  return '://' in path
+# What to do about a damaged run record file: the flags that replace it.
+_INSTEAD_OF_RUNS = ('restore it from a copy, or move it out of the logdir and pass '
+                    '--entry_point=MODULE --create_env_fn=MODULE:FUNCTION instead.')
+_INSTEAD_OF_FLAGS = ('restore it from a copy, or move it out of the logdir and pass '
+                     '--entry_point=MODULE --create_env_fn=MODULE:FUNCTION and the learner\'s '
+                     'flags as --flag=value (e.g. --env_name=CartPole-v1) instead.')
 
 
-def _exists(path: str) -> bool:
-  if _is_remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (gs:// and other remotes)
-    return tf.io.gfile.exists(path)
-  return os.path.exists(path)
-
-
-def _read_text(path: str) -> str:
-  if _is_remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    with tf.io.gfile.GFile(path) as f:
-      return f.read()
-  with open(path, encoding='utf-8') as f:
-    return f.read()
+def _no_policy(logdir: str) -> EvaluateError:
+  """The error for a `logdir` without `saved_model/`: it is missing, not a directory, a parent
+  of run logdirs, or a logdir whose learner exported nothing."""
+  if not evaluation_files.exists(logdir):
+    return EvaluateError(f'logdir {logdir} does not exist: pass a learner\'s --logdir.')
+  if not evaluation_files.is_remote(logdir) and not os.path.isdir(logdir):
+    return EvaluateError(f'logdir {logdir} is not a directory: pass a learner\'s --logdir.')
+  if os.path.basename(os.path.normpath(logdir)) == SAVED_MODEL_DIR:
+    return EvaluateError(f'{logdir} is an exported policy, not a logdir: pass the logdir that '
+                         f'holds it, --logdir={os.path.dirname(os.path.normpath(logdir))}.')
+  runs = ([] if evaluation_files.is_remote(logdir) or run_identity.has_record(logdir)
+          else run_identity.find_run_logdirs(logdir))
+  if runs:
+    more = f' and {len(runs) - 3} more' if len(runs) > 3 else ''
+    return EvaluateError(f'{logdir} is not a run but holds runs ({", ".join(runs[:3])}{more}): '
+                         'pass one of them as --logdir.')
+  return EvaluateError(f'no exported policy in {logdir}: train with a learner first '
+                       f'(learners export {SAVED_MODEL_DIR}/ with every checkpoint).')
 
 
 def read_run_info(logdir: str, entry_point: str | None = None,
@@ -79,15 +89,14 @@ def read_run_info(logdir: str, entry_point: str | None = None,
   `entry_point` replaces it.
 
   Raises:
-    EvaluateError: no `saved_model/`, or a missing or unreadable run record.
+    EvaluateError: no `saved_model/`, or a missing or damaged run record, naming the file.
   """
-  if not _exists(os.path.join(logdir, SAVED_MODEL_DIR)):
-    raise EvaluateError(f'no exported policy in {logdir}: train with a learner first '
-                        f'(learners export {SAVED_MODEL_DIR}/ with every checkpoint).')
+  if not evaluation_files.exists(os.path.join(logdir, SAVED_MODEL_DIR)):
+    raise _no_policy(logdir)
   runs_file, flags_file = run_identity.RUNS_FILE, run_identity.FLAGS_FILE
   runs_path, flags_path = os.path.join(logdir, runs_file), os.path.join(logdir, flags_file)
   missing = [name for name, path in ((runs_file, runs_path), (flags_file, flags_path))
-             if not _exists(path)]
+             if not evaluation_files.exists(path)]
   if missing and not (entry_point and create_env_fn):
     raise EvaluateError(
         f'{logdir} has no {" and no ".join(missing)} (learners write them when they start; '
@@ -98,9 +107,10 @@ def read_run_info(logdir: str, entry_point: str | None = None,
   start = run_identity.Start()
   if runs_file not in missing:
     try:
-      start = run_identity.last_start(_read_text(runs_path), runs_path)
+      start = run_identity.last_start(
+          evaluation_files.read_record_file(runs_path, _INSTEAD_OF_RUNS), runs_path)
     except run_identity.RecordError as e:
-      raise EvaluateError(f'{e}.') from e
+      raise EvaluateError(f'{e}: {_INSTEAD_OF_RUNS}') from e
   entry_point_file = None
   if not entry_point:
     entry_point, entry_point_file = start.entry_point, start.entry_point_file
@@ -108,8 +118,8 @@ def read_run_info(logdir: str, entry_point: str | None = None,
   if not create_env_fn:
     raise EvaluateError(f'{runs_path} does not name the environment factory: pass '
                         '--create_env_fn=MODULE:FUNCTION.')
-  learner_flags = (None if flags_file in missing
-                   else _read_text(flags_path).splitlines())
+  learner_flags = (None if flags_file in missing else evaluation_files.read_record_file(
+      flags_path, _INSTEAD_OF_FLAGS).splitlines())
   run = RunInfo(entry_point, create_env_fn, start.agent, learner_flags,
                 entry_point_file)
   if not entry_point and not entry_point_file:
@@ -132,13 +142,19 @@ class Policy:
   """The exported policy for one environment: `step` returns the action and keeps the state."""
 
   def __init__(self, saved_model_dir: str, greedy: bool = False):
+    """Loads the policy exported to `saved_model_dir`.
+
+    Raises:
+      EvaluateError: it is missing, damaged (naming the file) or has no such policy.
+    """
+    evaluation_files.check_saved_model_files(saved_model_dir)
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     self._tf = tf
     try:
       with tf.device('/CPU:0'):
         self._loaded = tf.saved_model.load(saved_model_dir)
-    except (OSError, ValueError, tf.errors.OpError) as e:
-      raise EvaluateError(f'Cannot load the policy in {saved_model_dir}: {e}') from e
+    except Exception as e:  # noqa: BLE001  (a damaged file raises many kinds)
+      raise evaluation_files.load_failure(saved_model_dir, e) from e
     name = 'get_greedy_action' if greedy else 'get_action'
     if not hasattr(self._loaded, name):
       raise EvaluateError(f'The policy in {saved_model_dir} has no {name} (exported by an '
@@ -268,11 +284,14 @@ def evaluate(logdir: str, episodes: int = 10, greedy: bool = False, video: str |
   env = evaluation_env.EnvironmentProcess(run, overrides, video, seed)
   try:
     env_name = env.wait_ready()  # Bad flags or rendering show here, before TensorFlow loads.
+    saved_model_dir = os.path.join(logdir, SAVED_MODEL_DIR)
+    # Missing or empty files show before TensorFlow loads too (`Policy` checks them as well).
+    evaluation_files.check_saved_model_files(saved_model_dir)
     _use_cpu_only()
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if seed is not None:
       tf.random.set_seed(seed)
-    policy = Policy(os.path.join(logdir, SAVED_MODEL_DIR), greedy)
+    policy = Policy(saved_model_dir, greedy)
     if verbose:
       print(f'Evaluating {logdir}: the {run.agent or "exported"} policy of {run.program()} '
             f'on {env_name}', flush=True)

@@ -1,6 +1,7 @@
 """Helpers of the evaluate tests: environment factories, a library-use program, the name of
-the environment that `seed_rl.evaluate`'s environment process recreates for a run, and a
-project of one's own whose learner defines its environment factory in its main module.
+the environment that `seed_rl.evaluate`'s environment process recreates for a run, a project
+of one's own whose learner defines its environment factory in its main module, and an untrained
+CartPole run to damage.
 
 The factories are passed to `seed_rl.evaluate` with `--create_env_fn=tests.evaluate_helpers:NAME`
 to play a CartPole policy (4 observations, 2 actions) on environments that render differently.
@@ -104,6 +105,37 @@ def create_two_action_mujoco_env(env_id: int, config: Any) -> gymnasium.Env:
   env = mujoco_env.create_environment_fn(env_id, mujoco_config)
   return _PushLeftOrRight(gymnasium.wrappers.TimeLimit(env, MUJOCO_EPISODE_STEPS))
 
+
+
+def write_cartpole_run(logdir: pathlib.Path) -> pathlib.Path:
+  """A logdir as a V-trace learner of CartPole-v1 leaves it, without training: its run record
+  and the real export (`checkpoints.PolicyExport`) of a linear policy of 8 weights."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from seed_rl.common.learner_runtime import checkpoints  # pylint: disable=g-import-not-at-top
+  from seed_rl.common.structures import EnvOutput  # pylint: disable=g-import-not-at-top
+
+  network = tf.Module()
+  network.weights = tf.Variable(tf.random.stateless_normal([4, 2], seed=[1, 2]))
+
+  def policy(prev_action, env_output, state):
+    del prev_action
+    logits = tf.matmul(env_output.observation, network.weights)
+    return (tf.argmax(logits, -1, output_type=tf.int32), logits), state
+
+  specs = types.SimpleNamespace(
+      action=tf.TensorSpec([], tf.int32),
+      env_output=EnvOutput(tf.TensorSpec([], tf.float32), tf.TensorSpec([], tf.bool),
+                           tf.TensorSpec([4], tf.float32), tf.TensorSpec([], tf.bool),
+                           tf.TensorSpec([], tf.int32)),
+      agent_state=tf.TensorSpec([1], tf.float32))
+  export = checkpoints.PolicyExport(network, policy, policy, lambda size: tf.zeros([size, 1]),
+                                    specs)
+  tf.saved_model.save(export, str(logdir / 'saved_model'))
+  (logdir / 'runs.jsonl').write_text(json.dumps({
+      'entry_point': 'seed_rl.environments.gym.vtrace_main', 'agent': 'VTRACE',
+      'create_env_fn': 'seed_rl.environments.gym.env:create_environment'}) + '\n')
+  (logdir / 'learner_flags.txt').write_text('--env_name=CartPole-v1\n')
+  return logdir
 
 
 def environment_name(run: Any) -> str:

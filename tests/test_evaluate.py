@@ -622,5 +622,7 @@ def test_a_run_record_whose_last_line_is_not_an_object_is_a_clear_error(tmp_path
   logdir = _fake_logdir(tmp_path, record=['not', 'an', 'object'])
   with pytest.raises(evaluate.EvaluateError,
                      match=f'^{re.escape(str(logdir / "runs.jsonl"))}: its last line is not a '
-                           r'JSON object\.$'):
+                           r'JSON object: restore it from a copy, or move it out of the logdir '
+                           r'and pass --entry_point=MODULE --create_env_fn=MODULE:FUNCTION '
+                           r'instead\.$'):
     evaluate.read_run_info(str(logdir))
