@@ -11,9 +11,12 @@ be in flight at once. It then slices the outputs per caller, serializes one resp
 and wakes them.
 
 Batching and fan-out follow the original SEED RL op, with two fixes: result rows are
-sliced per caller (the original used the mode of the call that completed the batch), and a client
-block that would overflow the batch is an INVALID_ARGUMENT for that caller (the original aborted
-the process).
+sliced per caller (the original used the mode of the call that completed the batch), and a call
+whose rows do not fit into the free rows of the current batch (another caller's call of fewer rows
+shifted it) waits, and its rows go into the next batch, first come first placed: its caller is
+neither refused nor able to stall the others (the original aborted the process). Only a call of
+more rows than a whole batch is refused, with INVALID_ARGUMENT for that caller alone. The thread
+of a waiting call whose rows complete a batch runs that batch, so several may be in flight.
 
 An optional per-method `Validator` checks the values of each request (e.g. env ids in range)
 before its rows join a batch, so one bad caller is refused alone instead of making the whole
@@ -22,17 +25,20 @@ batch's function fail for every caller in it.
 `MethodBatcher.pending` shows a partially filled batch (rows, callers, how long it has waited and,
 once it has waited long enough, a copy of its rows) so that its owner can say why callers wait:
 a batch that never fills (too few clients for the batch size) blocks them silently otherwise.
+Its owner may also run that very batch now with padding rows of its own making
+(`PendingBatch.run_padded`): the callers get their rows' outputs, the padding rows' are dropped.
 """
 
 import _thread
 import collections
 import dataclasses
+import functools
 import logging
 import math
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -48,6 +54,9 @@ Runner = Callable[[List[np.ndarray]], List[np.ndarray]]
 Executor = Callable[['Job'], None]
 # Checks the flat argument arrays of one request; raises ValueError to refuse it (see Server.bind).
 Validator = Callable[[List[np.ndarray]], None]
+# Fills the missing rows of a starved batch, given a writable view of them per flat input
+# (see `PendingBatch.run_padded`).
+Padder = Callable[[List[np.ndarray]], None]
 
 _PLAN_CACHE_SIZE = 64
 _LAYOUT_CACHE_SIZE = 64
@@ -217,6 +226,16 @@ class PendingBatch:
     executions_in_flight: executions of the server's bound functions running when the batch
       was seen (`Server.pending_batches` fills it in): while other callers' batches run (e.g.
       blocked on back-pressure), a waiting batch is not short of callers.
+    queued_rows: rows of the calls that did not fit into this batch and wait for the next one.
+    queued_callers: those calls.
+    queued_inputs: a copy of their rows like `inputs` (in order of arrival; None when `inputs`
+      is).
+    full_batches: full batches the method had run when this one was seen: a count that grows
+      while batches fill.
+    run_padded: runs this very batch now, its missing rows filled by the given `Padder`, and
+      returns True; or returns False, doing nothing, when rows joined the batch or it ran since
+      it was seen (race-free: only the batch as seen is ever padded). The callers get their
+      rows' outputs; the padding rows' outputs are dropped. None where no batcher made it.
   """
   method: str
   batch_size: int
@@ -225,6 +244,11 @@ class PendingBatch:
   waiting_secs: float
   inputs: Optional[List[np.ndarray]] = None
   executions_in_flight: int = 0
+  queued_rows: int = 0
+  queued_callers: int = 0
+  queued_inputs: Optional[List[np.ndarray]] = None
+  full_batches: int = 0
+  run_padded: Optional[Callable[[Padder], bool]] = None
 
 
 class _Batch:
@@ -259,6 +283,27 @@ class _Batch:
   def reset(self) -> None:
     self.callers = []
     self.filled = 0
+
+
+class _Queued:
+  """A call whose rows did not fit into the free rows of the current batch: they go into the next
+  one that has room for them once the calls queued before it are placed.
+
+  Its thread waits on `placed` (pre-acquired, like `Slot`), which is released once its rows are
+  in a batch (`completed` is then the full batch and runner when they completed it: that thread
+  runs it) or once `fail_pending` answered it.
+  """
+
+  __slots__ = ('contents', 'strings', 'plan', 'slot', 'placed', 'completed')
+
+  def __init__(self, contents, strings, plan: '_Plan', slot: Slot):
+    self.contents = contents
+    self.strings = strings
+    self.plan = plan
+    self.slot = slot
+    self.placed = _thread.allocate_lock()
+    self.placed.acquire()
+    self.completed: Optional[Tuple[_Batch, Runner]] = None
 
 
 @dataclasses.dataclass
@@ -355,6 +400,10 @@ class MethodBatcher:
       self._string_args = sorted(self._string_sizes)
       self._current = self._new_batch()
       self._spare: collections.deque = collections.deque()
+      # Calls waiting for room in a later batch, in order of arrival.
+      self._queued: Deque[_Queued] = collections.deque()
+      self._generation = 0  # Counts the batches made current: names the batch `pending` saw.
+      self._full_batches = 0
 
   # --- public ---------------------------------------------------------------------------------
 
@@ -412,8 +461,8 @@ class MethodBatcher:
 
     Thread-safe and cheap: it takes the batcher's lock briefly and copies the waiting rows only
     when the batch has waited at least `min_waiting_secs` (an unfilled batch, not the common
-    case of a batch filling up); `PendingBatch.inputs` is None otherwise. `now` is a
-    `time.monotonic()` reading (the current one by default).
+    case of a batch filling up); `PendingBatch.inputs` and `queued_inputs` are None otherwise.
+    `now` is a `time.monotonic()` reading (the current one by default).
     """
     if self._batch_size is None:
       return None
@@ -424,22 +473,34 @@ class MethodBatcher:
       if not rows:
         return None
       waited = max(0., now - batch.since)
-      inputs = None
+      inputs = queued_inputs = None
       if waited >= min_waiting_secs:
         inputs = [buffer[:rows].copy() for buffer in batch.buffers]
-      callers = len(batch.callers)
-    return PendingBatch(self._spec.name, self._batch_size, rows, callers, waited, inputs)
+        queued_inputs = self._queued_arrays()
+      pending = PendingBatch(
+          self._spec.name, self._batch_size, rows, len(batch.callers), waited, inputs,
+          queued_rows=sum(call.plan.rows for call in self._queued),
+          queued_callers=len(self._queued), queued_inputs=queued_inputs,
+          full_batches=self._full_batches,
+          run_padded=functools.partial(self._run_padded, self._generation, rows))
+    return pending
 
   def fail_pending(self, code: int, message: str) -> None:
-    """Answers every caller of the partially filled batch with an error and empties it."""
+    """Answers every caller of the partially filled batch, and every call waiting for room in
+    a later batch, with an error, and empties both."""
     if self._batch_size is None:
       return
     payload = error_response(code, message)
     with self._lock:
       callers = self._current.callers
+      queued, self._queued = self._queued, collections.deque()
+      self._generation += 1
       self._current = self._new_batch()
     for caller in callers:
       caller[0].set_result(payload)
+    for call in queued:
+      call.slot.set_result(payload)
+      call.placed.release()
 
   # --- validation -------------------------------------------------------------------------------
 
@@ -538,6 +599,11 @@ class MethodBatcher:
 
   def _check_rows(self, contents, strings, plan: _Plan) -> None:
     """Runs the validator on read-only views of a batched call's arguments, shaped as sent."""
+    self._check_values(self._arrays(contents, strings, plan))
+
+  @staticmethod
+  def _arrays(contents, strings, plan: _Plan) -> List[np.ndarray]:
+    """Read-only views of a batched call's arguments, shaped as sent."""
     arrays = []
     string_values = iter(strings)
     for content, (dtype, shape) in zip(contents, plan.shapes):
@@ -545,7 +611,16 @@ class MethodBatcher:
         arrays.append(next(string_values).reshape(shape))
       else:
         arrays.append(np.frombuffer(content, dtype).reshape(shape))
-    self._check_values(arrays)
+    return arrays
+
+  def _queued_arrays(self) -> List[np.ndarray]:
+    """A copy of the rows of the queued calls, `[rows, ...]` per flat input (under the lock)."""
+    parts = [[buffer[:0]] for buffer in self._current.buffers]
+    for call in self._queued:
+      for part, array, shape in zip(parts, self._arrays(call.contents, call.strings, call.plan),
+                                    self._element_shapes):
+        part.append(array.reshape((call.plan.rows,) + shape))
+    return [np.concatenate(part) for part in parts]
 
   # --- execution --------------------------------------------------------------------------------
 
@@ -603,38 +678,96 @@ class MethodBatcher:
 
   def _enqueue_rows(self, contents, strings, plan: _Plan) -> Slot:
     """Adds a batched call's rows (`contents` of the right sizes, `strings` decoded) to the
-    current batch, and runs the batch if they complete it."""
-    rows = plan.rows
+    current batch, or queues them for a later batch when they do not fit into its free rows,
+    and runs the batch they complete."""
     if self._validator is not None:
       self._check_rows(contents, strings, plan)
     slot = Slot()
     with self._lock:
       batch = self._current
-      start = batch.filled
-      if not start:
-        batch.since = _monotonic()
-      end = start + rows
-      if end > self._batch_size:
-        raise _invalid(
-            f'A call with {rows} rows does not fit into the {self._batch_size - start} free rows '
-            f'of the current batch of {self._batch_size} (Learner-side batch size exceeded); '
-            'the batch size must be a multiple of every client batch size')
-      for view, content, row_bytes in zip(batch.byte_views, contents, self._row_bytes):
-        if view is not None:
-          view[start * row_bytes:end * row_bytes] = content
-      for i, values in zip(self._string_args, strings):
-        batch.buffers[i][start:end] = values
-      batch.callers.append((slot, start, rows, plan.single))
-      batch.filled = end
-      if end < self._batch_size:
+      if batch.filled + plan.rows > self._batch_size:
+        queued = _Queued(contents, strings, plan, slot)
+        self._queued.append(queued)
+      else:
+        queued = None
+        self._put(batch, contents, strings, plan, slot)
+        if batch.filled < self._batch_size:
+          return slot
+        self._full_batches += 1
+        runner = self._next_runner()
+        self._next_batch()
+    if queued is not None:
+      queued.placed.acquire()  # Until its rows are in a batch, or fail_pending answered it.
+      if queued.completed is None:
         return slot
-      self._current = self._spare.popleft() if self._spare else self._new_batch()
-      runner = self._next_runner()
+      batch, runner = queued.completed
     # This call completed the batch: run it here, outside the lock.
+    self._run(batch, runner)
+    return slot
+
+  def _put(self, batch: _Batch, contents, strings, plan: _Plan, slot: Slot) -> None:
+    """Copies a call's rows into the free rows of `batch` (under the lock)."""
+    start = batch.filled
+    if not start:
+      batch.since = _monotonic()
+    end = start + plan.rows
+    for view, content, row_bytes in zip(batch.byte_views, contents, self._row_bytes):
+      if view is not None:
+        view[start * row_bytes:end * row_bytes] = content
+    for i, values in zip(self._string_args, strings):
+      batch.buffers[i][start:end] = values
+    batch.callers.append((slot, start, plan.rows, plan.single))
+    batch.filled = end
+
+  def _next_batch(self) -> None:
+    """Makes a fresh batch current (under the lock), in place of one that is full or leaves to
+    run padded, and moves the queued calls into it, first come first placed, while they fit.
+
+    A batch that queued calls fill goes to the thread of the call that filled it, which runs it,
+    and another fresh batch takes their place.
+    """
+    queued = self._queued
+    while True:
+      self._generation += 1
+      batch = self._current = self._spare.popleft() if self._spare else self._new_batch()
+      full = False
+      while queued and not full and batch.filled + queued[0].plan.rows <= self._batch_size:
+        call = queued.popleft()
+        self._put(batch, call.contents, call.strings, call.plan, call.slot)
+        call.contents = call.strings = None
+        full = batch.filled == self._batch_size
+        if full:
+          self._full_batches += 1
+          call.completed = (batch, self._next_runner())
+        call.placed.release()
+      if not full:
+        return
+
+  def _run(self, batch: _Batch, runner: Runner) -> None:
+    """Runs a batch that left the batcher, on this thread, and keeps its buffers for later."""
     self._execute(Job(runner, batch.buffers, batch.callers, self._spec.output_codes,
                       self._batch_size))
     self._recycle(batch)
-    return slot
+
+  def _run_padded(self, generation: int, rows: int, pad: Padder) -> bool:
+    """`PendingBatch.run_padded` of the batch that was current as generation `generation`
+    with `rows` rows."""
+    with self._lock:
+      batch = self._current
+      if generation != self._generation or batch.filled != rows:
+        return False
+      runner = self._next_runner()
+      self._next_batch()
+    try:
+      pad([buffer[rows:] for buffer in batch.buffers])
+    except Exception as e:  # pylint: disable=broad-except
+      payload = error_response(errors.INTERNAL, f'Padding a starved batch of {self._spec.name} '
+                               f'failed: {type(e).__name__}: {e}')
+      for caller in batch.callers:
+        caller[0].set_result(payload)
+      raise
+    self._run(batch, runner)
+    return True
 
   def _raise_size_error(self, tensors, contents, plan: _Plan) -> None:
     for i, (t, content, n) in enumerate(zip(tensors, contents, plan.nbytes)):

@@ -3,6 +3,7 @@
 import concurrent.futures
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -73,13 +74,23 @@ def _batcher(shapes, codes=None, runners=None, batch_size='auto', output_codes=(
     batch_size = batching.detect_batch_size(shapes, [shapes[0], shapes[0]])
   spec = batching.MethodSpec('f', args, list(output_codes), batch_size,
                              runners or [Recorder()])
-  return batching.MethodBatcher(spec, _execute), spec
+  batcher = batching.MethodBatcher(spec, _execute)
+  _BATCHERS.append(batcher)
+  return batcher, spec
+
+
+_BATCHERS = []  # Those of the running test, whose waiting callers the pool answers at its end.
 
 
 @pytest.fixture
 def pool():
   with concurrent.futures.ThreadPoolExecutor(16) as executor:
-    yield executor
+    try:
+      yield executor
+    finally:  # A failed test must not leave the pool's threads waiting forever.
+      for batcher in _BATCHERS:
+        batcher.fail_pending(errors.CANCELLED, 'the test ended')
+      _BATCHERS.clear()
 
 
 @pytest.mark.timeout(20)
@@ -117,19 +128,176 @@ def test_full_batch_from_one_client_is_a_direct_call():
   assert len(spec.runners[0].calls) == 1
 
 
-@pytest.mark.timeout(20)
-def test_overflowing_block_is_refused_and_consumes_no_slot(pool):
+def _wait_for(condition):
+  while not condition():
+    time.sleep(0.001)
+
+
+def _queued_rows(batcher):
+  pending = batcher.pending()
+  return pending.queued_rows if pending is not None else 0
+
+
+def _three_rows_then_two_that_wait(pool):
+  """A batcher of 4 rows with a call of 3 rows in its batch and one of 2 waiting for the next."""
   batcher, spec = _batcher([(4,)])
   first = pool.submit(batcher.call, _request(np.array([1, 2, 3], np.int32)))
-  while not batcher._current.callers:  # pylint: disable=protected-access
-    pass
-  code, message = _response(batcher.call(_request(np.array([5, 6], np.int32))))
-  assert code == errors.INVALID_ARGUMENT
-  assert 'Learner-side batch size exceeded' in message and '1 free rows' in message
+  _wait_for(lambda: batcher.pending() is not None)
+  second = pool.submit(batcher.call, _request(np.array([5, 6], np.int32)))
+  _wait_for(lambda: _queued_rows(batcher) == 2)
+  return batcher, spec, first, second
+
+
+@pytest.mark.timeout(20)
+def test_a_call_that_does_not_fit_waits_for_the_next_batch(pool):
+  # 2 rows for the 1 free row: the call waits for the next batch instead of being refused.
+  batcher, spec, first, second = _three_rows_then_two_that_wait(pool)
+  pending = batcher.pending()
+  assert (pending.rows, pending.callers, pending.queued_callers) == (3, 1, 1)
+  assert [a.tolist() for a in pending.queued_inputs] == [[5, 6]]
   last = pool.submit(batcher.call, _request(np.int32(9)))
   np.testing.assert_array_equal(_response(first.result(10))[0], [2, 3, 4])
   assert _response(last.result(10))[0] == 10
+  pending = batcher.pending()
+  assert (pending.rows, pending.queued_rows, pending.full_batches) == (2, 0, 1)
+  assert not second.done()
+  pool.submit(batcher.call, _request(np.array([7, 8], np.int32))).result(10)
+  np.testing.assert_array_equal(_response(second.result(10))[0], [6, 7])
+  assert [c[0].tolist() for c in spec.runners[0].calls] == [[1, 2, 3, 9], [5, 6, 7, 8]]
+
+
+@pytest.mark.timeout(20)
+def test_waiting_calls_are_placed_in_order_and_the_one_that_fills_a_batch_runs_it(pool):
+  threads = []
+
+  def runner(arrays):
+    threads.append(threading.current_thread().name)
+    return [arrays[0] + 1, arrays[0]]
+
+  batcher, _ = _batcher([(8,)], runners=[runner])
+  calls = [pool.submit(batcher.call, _request(np.int32(0)))]
+  _wait_for(lambda: batcher.pending() is not None)
+  for n, start in enumerate((10, 20, 30)):  # 4 rows fit into the 7 free ones, 8 rows wait.
+    calls.append(pool.submit(batcher.call,
+                             _request(np.arange(start, start + 4, dtype=np.int32))))
+    _wait_for(lambda n=n: batcher.pending().rows + batcher.pending().queued_rows == 5 + 4 * n)
+  assert batcher.pending().queued_callers == 2
+  # The last 3 free rows: the batch runs, and the two waiting calls fill the next one, which
+  # the thread of the call that filled it runs.
+  calls.append(pool.submit(batcher.call, _request(np.array([40, 41, 42], np.int32))))
+  outputs = [_response(call.result(10))[0].tolist() for call in calls]
+  assert outputs == [1, [11, 12, 13, 14], [21, 22, 23, 24], [31, 32, 33, 34], [41, 42, 43]]
+  assert batcher.pending() is None
+  assert len(threads) == 2 and threads[0] != threads[1]
+
+
+@pytest.mark.timeout(20)
+def test_fail_pending_answers_the_calls_waiting_for_the_next_batch_too(pool):
+  batcher, spec, first, second = _three_rows_then_two_that_wait(pool)
+  batcher.fail_pending(errors.UNAVAILABLE, 'server closed')
+  assert _response(first.result(10)) == (errors.UNAVAILABLE, 'server closed')
+  assert _response(second.result(10)) == (errors.UNAVAILABLE, 'server closed')
+  assert batcher.pending() is None and not spec.runners[0].calls
+  both = [pool.submit(batcher.call, _request(np.array([i, i], np.int32))) for i in (7, 8)]
+  assert sorted(_response(call.result(10))[0].tolist() for call in both) == [[8, 8], [9, 9]]
+
+
+def _pad(views):
+  for view in views:
+    view[...] = -1
+
+
+@pytest.mark.timeout(20)
+def test_run_padded_runs_the_batch_as_seen_and_drops_the_padding_rows_outputs(pool):
+  batcher, spec = _batcher([(8,), (8,)])
+  four = pool.submit(batcher.call, _request(np.arange(4, dtype=np.int32), np.zeros(4, np.int32)))
+  _wait_for(lambda: batcher.pending() is not None)
+  one = pool.submit(batcher.call, _request(np.int32(7), np.int32(0)))
+  _wait_for(lambda: batcher.pending().rows == 5)
+  waiting = pool.submit(batcher.call, _request(np.arange(10, 14, dtype=np.int32),
+                                               np.zeros(4, np.int32)))
+  _wait_for(lambda: batcher.pending().queued_rows == 4)
+  assert batcher.pending().run_padded(_pad)
+  np.testing.assert_array_equal(_response(four.result(10))[0], [1, 2, 3, 4])
+  assert _response(one.result(10))[0].tolist() == 8
+  assert [a.tolist() for a in spec.runners[0].calls[0]] == [[0, 1, 2, 3, 7, -1, -1, -1],
+                                                            [0, 0, 0, 0, 0, -1, -1, -1]]
+  # The waiting call is in the next batch, which runs once it is full.
+  pending = batcher.pending()
+  assert (pending.rows, pending.queued_rows, pending.full_batches) == (4, 0, 0)
+  pool.submit(batcher.call, _request(np.arange(20, 24, dtype=np.int32),
+                                     np.zeros(4, np.int32))).result(10)
+  np.testing.assert_array_equal(_response(waiting.result(10))[0], [11, 12, 13, 14])
+  assert spec.runners[0].calls[1][0].tolist() == [10, 11, 12, 13, 20, 21, 22, 23]
+
+
+@pytest.mark.timeout(20)
+def test_run_padded_pads_only_the_batch_it_saw(pool):
+  batcher, spec = _batcher([(4,)])
+  first = pool.submit(batcher.call, _request(np.int32(1)))
+  _wait_for(lambda: batcher.pending() is not None)
+  seen = batcher.pending()
+  second = pool.submit(batcher.call, _request(np.int32(2)))
+  _wait_for(lambda: batcher.pending().rows == 2)
+  assert not seen.run_padded(_pad)  # A row joined since: nothing runs.
+  assert batcher.pending().rows == 2 and not spec.runners[0].calls
+  seen = batcher.pending()
+  rest = pool.submit(batcher.call, _request(np.array([3, 4], np.int32)))
+  assert [_response(call.result(10))[0].tolist() for call in (first, second, rest)] == [
+      2, 3, [4, 5]]
+  # The batch ran full, and its buffers now take the next one's rows: still not the batch seen.
+  third = pool.submit(batcher.call, _request(np.array([5, 6], np.int32)))
+  _wait_for(lambda: batcher.pending() is not None)
+  assert not seen.run_padded(_pad)
   assert len(spec.runners[0].calls) == 1
+  assert batcher.pending().run_padded(_pad)
+  assert _response(third.result(10))[0].tolist() == [6, 7]
+
+
+@pytest.mark.timeout(20)
+def test_a_failing_padder_answers_the_callers_and_raises(pool):
+  batcher, spec = _batcher([(4,)])
+  waiting = pool.submit(batcher.call, _request(np.int32(1)))
+  _wait_for(lambda: batcher.pending() is not None)
+
+  def bad_pad(views):
+    raise ValueError('no padding today')
+
+  with pytest.raises(ValueError, match='no padding today'):
+    batcher.pending().run_padded(bad_pad)
+  code, message = _response(waiting.result(10))
+  assert code == errors.INTERNAL and 'no padding today' in message
+  assert not spec.runners[0].calls and batcher.pending() is None
+
+
+@pytest.mark.timeout(60)
+def test_many_threads_of_calls_of_any_size_each_get_their_own_rows(pool):
+  """Thread safety: calls of 1 to 5 rows from 12 threads into batches of 6, with waiting calls
+  and, at the end, a padded run of what is left; every row is answered once, with its output."""
+  batch_size, threads, calls_per_thread = 6, 12, 25
+  batcher, spec = _batcher([(batch_size,)])
+
+  def actor(index):
+    rng = np.random.default_rng(index)
+    sent = []
+    for call in range(calls_per_thread):
+      rows = int(rng.integers(1, batch_size))
+      values = (index * 1000 + call * 10 + np.arange(rows)).astype(np.int32)
+      out = _response(batcher.call(_request(values)))[0]
+      np.testing.assert_array_equal(out, values + 1)
+      sent.extend(values.tolist())
+    return sent
+
+  actors = [pool.submit(actor, i) for i in range(threads)]
+  while not all(a.done() for a in actors):
+    time.sleep(0.01)
+    pending = batcher.pending()
+    if pending is not None and pending.waiting_secs >= 0.01:
+      pending.run_padded(_pad)  # The last calls could not fill a batch.
+  sent = sorted(row for a in actors for row in a.result())
+  ran = np.concatenate([call[0] for call in spec.runners[0].calls])
+  assert all(len(call[0]) == batch_size for call in spec.runners[0].calls)
+  assert sorted(ran[ran >= 0].tolist()) == sent  # Each row ran once.
 
 
 @pytest.mark.timeout(20)
