@@ -43,14 +43,16 @@ flags.DEFINE_bool('fresh_start', False,
 flags.DEFINE_float('actor_takeover_grace_secs', 60.,
                    'Seconds an actor may stay silent on an open connection before another actor '
                    '(new run ids for the same env ids) may take its environments over; a closed '
-                   'connection frees them at once.')
-flags.DEFINE_float('max_abs_observation', 1e9,
+                   'connection frees them at once. An owner whose call waits in a stalled batch '
+                   'longer than this looks silent too: keep it above start-up compilation and '
+                   'checkpoint saves.')
+flags.DEFINE_float('refuse_observations_above', 1e9,
                    'Float observations beyond this absolute value are refused for the calling '
                    'actor alone, like NaN; 0: no bound. The default keeps every square of an '
                    'observation finite in float32.')
-flags.DEFINE_float('max_abs_reward', 1e9,
+flags.DEFINE_float('refuse_rewards_above', 1e9,
                    'Rewards beyond this absolute value are refused for the calling actor alone, '
-                   'like NaN; 0: no bound.')
+                   'like NaN; 0: no bound. Not --max_abs_reward, which clips rewards in the loss.')
 
 
 def set_agent_defaults(**defaults: Any) -> None:

@@ -3,8 +3,8 @@
 A request is refused (INVALID_ARGUMENT for that caller alone, the batch runs for the others)
 when its env ids are outside `[0, num_envs)` or repeated; when its rewards or float
 observations are not finite (NaN would poison the model) or beyond the learner's bounds
-(--max_abs_reward, --max_abs_observation: finite values such as 1e30 overflow the squares of
-normalizers and losses); when it marks an episode abandoned that is not done; or when it claims
+(--refuse_rewards_above, --refuse_observations_above: finite values such as 1e30 overflow the
+squares of normalizers and losses); when it marks an episode abandoned that is not done; or when it claims
 env ids that a live actor on another connection owns.
 
 Ownership: each env id belongs to the actor that sent its current run ids, known by its client
@@ -52,16 +52,16 @@ class InferenceInputCheck(object):
     allow_abandoned: whether the agent bootstraps abandoned episodes.
     takeover_grace_secs: --actor_takeover_grace_secs: how long an owner on an open connection
       must have sent nothing before new run ids from another connection take its env ids.
-    max_abs_observation: --max_abs_observation: bound of float observations; 0: none.
-    max_abs_reward: --max_abs_reward: bound of rewards; 0: none.
+    refuse_observations_above: --refuse_observations_above: bound of float observations; 0: none.
+    refuse_rewards_above: --refuse_rewards_above: bound of rewards; 0: none.
   """
 
   def __init__(self, num_envs: int, env_output_specs: Any, agent_name: str,
                allow_abandoned: bool = False, *, takeover_grace_secs: float,
-               max_abs_observation: float, max_abs_reward: float):
+               refuse_observations_above: float, refuse_rewards_above: float):
     for flag, value in (('actor_takeover_grace_secs', takeover_grace_secs),
-                        ('max_abs_observation', max_abs_observation),
-                        ('max_abs_reward', max_abs_reward)):
+                        ('refuse_observations_above', refuse_observations_above),
+                        ('refuse_rewards_above', refuse_rewards_above)):
       if not value >= 0:
         raise ValueError(f'--{flag} must be 0 or more, got {value}.')
     self._num_envs = num_envs
@@ -74,9 +74,9 @@ class InferenceInputCheck(object):
     self._bounded_args = []
     for i, name in enumerate(self._names):
       if name.startswith('env_outputs.observation'):
-        self._bounded_args.append((i, max_abs_observation, 'max_abs_observation'))
+        self._bounded_args.append((i, refuse_observations_above, 'refuse_observations_above'))
       elif name in ('env_outputs.reward', 'raw_rewards'):
-        self._bounded_args.append((i, max_abs_reward, 'max_abs_reward'))
+        self._bounded_args.append((i, refuse_rewards_above, 'refuse_rewards_above'))
     self._abandoned_arg = self._names.index('env_outputs.abandoned')
     self._done_arg = self._names.index('env_outputs.done')
     self._lock = threading.Lock()

@@ -174,8 +174,8 @@ class _Learner(object):
         self._config.num_envs, self._specs.env_output, self._agent.name,
         allow_abandoned=self._agent.supports_abandoned_episodes,
         takeover_grace_secs=self._config.actor_takeover_grace_secs,
-        max_abs_observation=self._config.max_abs_observation,
-        max_abs_reward=self._config.max_abs_reward)
+        refuse_observations_above=self._config.refuse_observations_above,
+        refuse_rewards_above=self._config.refuse_rewards_above)
     with self._strategy.scope():
       return lifecycle.start_server(self._config, inference_fns, check)
 

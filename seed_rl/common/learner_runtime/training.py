@@ -11,7 +11,8 @@ from seed_rl.common.learner_runtime import agent as agent_lib
 # What the learner's rate-limited warning says when a step or a state update was refused.
 NON_FINITE_WARNING = (
     'Non-finite results were refused, the old values stay (extreme observations or rewards, '
-    'which --max_abs_observation and --max_abs_reward bound, or too high a learning rate)')
+    'which --refuse_observations_above and --refuse_rewards_above bound, or too high a '
+    'learning rate)')
 
 
 @tf.autograph.experimental.do_not_convert

@@ -67,11 +67,16 @@ def test_bad_callers_are_refused_alone_and_training_continues(tmp_path):
     _nan_request(f'unix:{tmp_path}/learner.sock')
     _training_goes_on(learner)
 
-    # A second actor with --task=0: the newer one takes over, the older one is refused.
-    processes.start('actor_0_duplicate', GYM_MAIN, flags + ['--run_mode=actor', '--task=0'])
-    assert actors[0].wait(90) != 0
-    assert 'belong to another actor now' in actors[0].log()
-    assert 'are two actors running with the same --task?' in learner.log()
+    # A second actor with --task=0 is refused while the first lives, and takes over once it died.
+    duplicate = processes.start('actor_0_duplicate', GYM_MAIN,
+                                flags + ['--run_mode=actor', '--task=0'])
+    duplicate.wait_for(r'refused 1 call\(s\) of actor 0 for now; .* are owned by a live actor on '
+                       r'another connection', timeout=90)
+    assert 'is another actor running with the same --task?' in learner.log()
+    _training_goes_on(learner)
+    assert actors[0].popen.poll() is None, actors[0].log()[-3000:]
+    actors[0].kill()
+    duplicate.wait_for(r'accepted a call of actor 0 after \d+ refusals', timeout=60)
     _training_goes_on(learner)
     assert 'Inference call failed' not in actors[1].log()
 

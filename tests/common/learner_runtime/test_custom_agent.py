@@ -71,7 +71,8 @@ def _config(tmp_path, **overrides):
       inference_batch_size=4, num_eval_envs=0, batch_size=2, unroll_length=10,
       unroll_queue_max_size=4, total_environment_frames=800, num_action_repeats=1,
       save_checkpoint_secs=3600, log_episode_frequency=1, discounting=0.99, seed=1,
-      num_training_tpus=1, checkpoints_to_keep=3)
+      num_training_tpus=1, checkpoints_to_keep=3, fresh_start=False,
+      actor_takeover_grace_secs=60., refuse_observations_above=1e9, refuse_rewards_above=1e9)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 

@@ -36,7 +36,7 @@ class _Learner(object):
     self.requests = []  # (env ids, run ids) of every request the door checked.
     check = input_checks.InferenceInputCheck(
         4, specs.env_output_specs_for(_SPACE), 'TEST', takeover_grace_secs=grace,
-        max_abs_observation=1e9, max_abs_reward=1e9)
+        refuse_observations_above=1e9, refuse_rewards_above=1e9)
 
     def validate(arrays):
       self.requests.append((np.array(arrays[0]).tolist(), np.array(arrays[1]).tolist()))
@@ -167,7 +167,7 @@ def test_an_owner_silent_for_the_grace_period_on_an_open_connection_is_replaced(
 
 @pytest.mark.parametrize('observation, message', [
     (1e30, r'env_outputs.observation is beyond 1e\+09 in absolute value for env ids \[0, 1\] '
-           r'\(the learner.s --max_abs_observation=1e\+09; 0: no bound\)'),
+           r'\(the learner.s --refuse_observations_above=1e\+09; 0: no bound\)'),
     (np.nan, r'env_outputs.observation is not finite \(NaN or Inf\) for env ids \[0, 1\]'),
 ])
 def test_extreme_observations_are_refused_naming_the_flag(tmp_path, observation, message):

@@ -31,11 +31,12 @@ def _request(env_ids, run_ids, reward=None, position=None, abandoned=None, done=
           np.zeros(n, np.int32), reward]
 
 
-def _check(allow_abandoned=True, grace=60., max_abs_observation=1e9, max_abs_reward=1e9):
+def _check(allow_abandoned=True, grace=60., refuse_observations_above=1e9,
+           refuse_rewards_above=1e9):
   return input_checks.InferenceInputCheck(
       num_envs=4, env_output_specs=_SPECS, agent_name='VTRACE', allow_abandoned=allow_abandoned,
-      takeover_grace_secs=grace, max_abs_observation=max_abs_observation,
-      max_abs_reward=max_abs_reward)
+      takeover_grace_secs=grace, refuse_observations_above=refuse_observations_above,
+      refuse_rewards_above=refuse_rewards_above)
 
 
 @contextlib.contextmanager
@@ -65,10 +66,10 @@ def test_a_good_request_passes():
      r'env_outputs.observation.position is not finite \(NaN or Inf\) for env ids \[0\]'),
     (_request([0, 1], [1, 1], reward=[0., -1e10]),
      r'env_outputs.reward is beyond 1e\+09 in absolute value for env ids \[1\] \(the '
-     r'learner.s --max_abs_reward=1e\+09; 0: no bound\)'),
+     r'learner.s --refuse_rewards_above=1e\+09; 0: no bound\)'),
     (_request([0, 1], [1, 1], position=np.array([[0., 0.], [1e30, 0.]], np.float32)),
      r'env_outputs.observation.position is beyond 1e\+09 in absolute value for env ids \[1\] '
-     r'\(the learner.s --max_abs_observation=1e\+09; 0: no bound\)'),
+     r'\(the learner.s --refuse_observations_above=1e\+09; 0: no bound\)'),
     (_request([2, 3], [1, 1], abandoned=[False, True], done=[True, False]),
      r'env_outputs.abandoned is set without env_outputs.done for env ids \[3\]'),
 ])
@@ -99,17 +100,17 @@ def test_a_single_row_without_batch_dimension_is_checked_too():
 
 
 def test_no_bound_lets_finite_extremes_pass_but_not_nan():
-  check = _check(max_abs_observation=0., max_abs_reward=0.)
+  check = _check(refuse_observations_above=0., refuse_rewards_above=0.)
   huge = np.full([2, 2], 3e38, np.float32)
   check(_request([0, 1], [1, 1], reward=[-3e38, 3e38], position=huge))
   with pytest.raises(ValueError, match='reward is not finite'):
     check(_request([0, 1], [1, 1], reward=[np.inf, 0.]))
 
 
-@pytest.mark.parametrize('flag', ['actor_takeover_grace_secs', 'max_abs_observation',
-                                  'max_abs_reward'])
+@pytest.mark.parametrize('flag', ['actor_takeover_grace_secs', 'refuse_observations_above',
+                                  'refuse_rewards_above'])
 def test_a_negative_setting_is_refused_naming_its_flag(flag):
-  settings = dict(grace=60., max_abs_observation=1e9, max_abs_reward=1e9)
+  settings = dict(grace=60., refuse_observations_above=1e9, refuse_rewards_above=1e9)
   settings[{'actor_takeover_grace_secs': 'grace'}.get(flag, flag)] = -1.
   with pytest.raises(ValueError, match=f'--{flag} must be 0 or more, got -1.0'):
     _check(**settings)
