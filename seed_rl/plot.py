@@ -23,6 +23,9 @@ summary is printed. x is environment frames (the step of the learners' summaries
 `--x time`, minutes since the run's first event.
 
 It reads event files with TensorBoard's own record reader and protos, without TensorFlow.
+Values that are not finite (NaN, Inf) are left out, and a file that ends inside a record (still
+being written, or a copy cut short) is read up to there, each with a warning naming the file;
+a corrupt file (a record that fails its CRC check) is an error naming it.
 """
 
 import argparse
@@ -129,22 +132,48 @@ def find_event_files(logdir: str) -> list[str]:
   return sorted(found)
 
 
-def _records(path: str) -> Iterator[bytes]:
-  """The records of an event file, read by TensorBoard's own TensorFlow-free record reader
-  (which checks every CRC); stops at a truncated record (a writer still writing, or killed
-  mid-write) and at a corrupt one, with a warning for the latter."""
-  reader = pywrap_tensorflow.PyRecordReader_New(path.encode())
-  while True:
-    try:
-      reader.GetNext()
-    except tb_errors.OutOfRangeError:
-      return
-    except tb_errors.DataLossError as e:
-      if 'truncated record' not in str(e):
-        _logger.warning('seed_rl.plot: warning: %s: %s; the rest of the file is skipped',
-                        path, e.message)
-      return
-    yield reader.record()
+# What to do about a damaged file.
+_REMEDY = 'restore it from a copy, or move it out of the logdir to plot without it'
+# Bytes of a record besides its data: length (8), its CRC (4), the data's CRC (4).
+_RECORD_OVERHEAD = 16
+
+
+class _EventRecords:
+  """The records of an event file, read by TensorBoard's own TensorFlow-free record reader,
+  which checks the CRCs of every record's length and data.
+
+  Iterating stops at the end of the file, or where it ends inside a record (a learner still
+  writing it, or a copy cut short): `cut_at` is then that record's byte offset. A record that
+  fails its CRC check raises `PlotError` naming the file (corrupt: nothing after it can be read).
+  """
+
+  def __init__(self, path: str):
+    self.path = path
+    self.count = 0  # Whole records read.
+    self.offset = 0  # Byte offset of the next record.
+    self.cut_at: Optional[int] = None
+
+  def __iter__(self) -> Iterator[bytes]:
+    reader = pywrap_tensorflow.PyRecordReader_New(self.path.encode())
+    while True:
+      try:
+        reader.GetNext()
+      except tb_errors.OutOfRangeError:
+        return
+      except tb_errors.DataLossError as e:
+        if 'truncated record' in e.message:
+          self.cut_at = self.offset
+          return
+        raise self.corrupt('fails its CRC check') from e
+      record = reader.record()
+      yield record
+      self.count += 1
+      self.offset += len(record) + _RECORD_OVERHEAD
+
+  def corrupt(self, problem: str) -> PlotError:
+    """The error for the record being read, which has `problem`."""
+    return PlotError(f'corrupt event file {self.path}: record {self.count + 1} (at byte '
+                     f'{self.offset}) {problem}; {_REMEDY}')
 
 
 def _is_scalar(value) -> bool:
@@ -169,18 +198,24 @@ def _number(value) -> float:
 
 def read_scalars(path: str, tag: str) -> EventFileScalars:
   """Reads the values of scalar `tag` in the event file `path` (and the names of all its
-  scalar tags)."""
+  scalar tags).
+
+  Values that are not finite (NaN, Inf: a diverged learner) are left out, with a warning that
+  names the file; so is the end of a file cut off inside a record (see `_EventRecords`).
+
+  Raises:
+    PlotError: the file is corrupt (a record fails its CRC check or is not an event).
+  """
   is_scalar = {}  # By tag: whether its first value held a number.
   steps, wall_times, values = [], [], []
   first_wall_time, first_summary_wall_time, last_wall_time = np.inf, np.inf, -np.inf
   first_step = None
-  for record in _records(path):
+  records = _EventRecords(path)
+  for record in records:
     try:
       event = event_pb2.Event.FromString(record)
-    except message.DecodeError:
-      _logger.warning('seed_rl.plot: warning: %s: undecodable event; the rest of the file is '
-                      'skipped', path)
-      break
+    except message.DecodeError as e:
+      raise records.corrupt('is not a TensorBoard event') from e
     first_wall_time = min(first_wall_time, event.wall_time)
     last_wall_time = max(last_wall_time, event.wall_time)
     if not event.HasField('summary'):
@@ -195,9 +230,28 @@ def read_scalars(path: str, tag: str) -> EventFileScalars:
         wall_times.append(event.wall_time)
         values.append(_number(value))
   tags = frozenset(name for name, scalar in is_scalar.items() if scalar)
+  steps, wall_times, values = (np.array(steps, np.int64), np.array(wall_times, np.float64),
+                               np.array(values, np.float64))
+  _warn_if_incomplete(records, tag, steps)
+  finite = np.isfinite(values)
+  if not finite.all():
+    _logger.warning('seed_rl.plot: warning: %s: %d of the %d values of %r are not finite (NaN '
+                    'or Inf), the first at step %d; left out', path, np.sum(~finite),
+                    values.size, tag, steps[~finite][0])
+    steps, wall_times, values = steps[finite], wall_times[finite], values[finite]
   return EventFileScalars(path, tags, first_wall_time, first_summary_wall_time, last_wall_time,
-                          first_step, np.array(steps, np.int64),
-                          np.array(wall_times, np.float64), np.array(values, np.float64))
+                          first_step, steps, wall_times, values)
+
+
+def _warn_if_incomplete(records: _EventRecords, tag: str, steps: np.ndarray) -> None:
+  """Warns, naming the file, where it was empty or ended inside a record."""
+  if records.cut_at is not None:
+    read = f'up to step {steps.max()}' if steps.size else 'none'
+    _logger.warning('seed_rl.plot: warning: %s ends inside a record at byte %d (a learner still '
+                    'writing it, or a copy cut short); values of %r read before it: %s',
+                    records.path, records.cut_at, tag, read)
+  elif not records.count:
+    _logger.warning('seed_rl.plot: warning: %s is empty', records.path)
 
 
 def _merge_directory(files: Sequence[EventFileScalars]) -> tuple:
@@ -301,7 +355,7 @@ def _read_record(logdir: str) -> Optional[run_identity.RunRecord]:
   try:
     return run_identity.read_record(logdir)
   except run_identity.RecordError as e:
-    raise PlotError(str(e)) from e
+    raise PlotError(f'{e}; {_REMEDY}') from e
 
 
 def load_runs(logdirs: Sequence[str], tag: str = DEFAULT_TAG,
@@ -310,9 +364,9 @@ def load_runs(logdirs: Sequence[str], tag: str = DEFAULT_TAG,
   its run record) and labelled by `label_by` (see `_labels`). A parent of run logdirs stands
   for each of them (see `_run_logdirs`).
 
-  Raises `PlotError` for a logdir that does not exist or holds no event file, a run record that
-  cannot be read, and when no logdir has `tag` (listing the scalar tags found); a logdir without
-  it is skipped with a warning.
+  Raises `PlotError` for a logdir that does not exist or holds no event file, a corrupt event
+  file, a run record that cannot be read, and when no logdir has `tag` (listing the scalar tags
+  found); a logdir without it is skipped with a warning.
   """
   if label_by not in LABEL_BY:
     raise ValueError(f'unknown label_by {label_by!r}; one of {LABEL_BY}')
@@ -547,7 +601,10 @@ def _parser() -> argparse.ArgumentParser:
   parser.add_argument('--csv', help='CSV to write: ' + ', '.join(CSV_COLUMNS))
   parser.add_argument('--x', choices=sorted(X_AXES), default='frames',
                       help='environment frames, or minutes since the run\'s first event')
-  parser.add_argument('--tag', default=DEFAULT_TAG, help='scalar tag (default %(default)s)')
+  parser.add_argument('--tag', default=DEFAULT_TAG,
+                      help='scalar tag (default %(default)s); values that are not finite (NaN, '
+                           'Inf) are left out of the plot and the CSV, with a warning naming '
+                           'the event file')
   parser.add_argument('--smoothing', type=_positive_int, default=1, metavar='N',
                       help='moving average over N points of each run (default 1: none)')
   parser.add_argument('--label_by', choices=LABEL_BY, default='identity',

@@ -224,7 +224,7 @@ def test_runs_in_subdirectories_of_a_logdir_are_merged_whole(tmp_path, caplog):
           in caplog.text)
 
 
-def test_a_truncated_last_record_is_ignored(tmp_path):
+def test_a_truncated_last_record_is_ignored_with_a_warning(tmp_path, caplog):
   # A learner killed in the middle of a write, or still writing.
   _write(tmp_path / 'run', [(0, 1.), (100, 2.), (200, 3.)])
   (path,) = plot.find_event_files(str(tmp_path / 'run'))
@@ -235,6 +235,7 @@ def test_a_truncated_last_record_is_ignored(tmp_path):
   assert run.values.tolist() == [-1., -2.]
   (run,) = plot.load_runs([str(tmp_path / 'run')])
   assert run.values.tolist() == [1., 2., 3.]
+  assert f'{path} ends inside a record at byte ' in caplog.text
 
 
 def test_summary_skips_nan_for_the_best_mean():
