@@ -40,7 +40,8 @@ def _gfile() -> Any:
 
 
 def exists(path: str) -> bool:
-  return _gfile().exists(path) if is_remote(path) else os.path.lexists(path)
+  """Whether `path` exists (a link to nothing does not)."""
+  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
 
 
 def _is_directory(path: str) -> bool:

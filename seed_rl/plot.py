@@ -154,7 +154,10 @@ class _EventRecords:
     self.cut_at: Optional[int] = None
 
   def __iter__(self) -> Iterator[bytes]:
-    reader = pywrap_tensorflow.PyRecordReader_New(self.path.encode())
+    try:
+      reader = pywrap_tensorflow.PyRecordReader_New(self.path.encode())
+    except tb_errors.NotFoundError as e:  # A link to nothing, or a file deleted since listed.
+      raise PlotError(f'event file {self.path} is gone (a link to nothing?); {_REMEDY}') from e
     while True:
       try:
         reader.GetNext()

@@ -65,6 +65,11 @@ def _replace_by_directory(path):
   path.mkdir()
 
 
+def _replace_by_a_link_to_nothing(path):
+  os.remove(path)
+  path.symlink_to(path.with_name('moved_away'))
+
+
 def _replace_by_file(path):
   shutil.rmtree(path)
   path.write_text('not a directory\n')
@@ -88,6 +93,8 @@ DAMAGED = {
     'cut_short_graph': (GRAPH, _truncate(0.3), "{path} cannot be parsed (Error parsing message "
                         "with type 'tensorflow.SavedModel'"),
     'empty_graph': (GRAPH, _write(b''), '{path} is empty (0 bytes), ' + EXPORT_AGAIN),
+    'graph_is_a_link_to_nothing': (GRAPH, _replace_by_a_link_to_nothing,
+                                   '{path} is missing, ' + EXPORT_AGAIN),
     'graph_is_a_directory': (GRAPH, _replace_by_directory,
                              '{path} is a directory, not a file, ' + EXPORT_AGAIN),
     'saved_model_is_a_file': ('saved_model', _replace_by_file,

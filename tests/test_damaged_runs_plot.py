@@ -155,3 +155,13 @@ def test_a_damaged_run_record_is_an_error_naming_it(tmp_path, name, content, pro
   separator = '' if problem.startswith(':') else ' '
   assert result.stderr.splitlines() == [
       f'seed_rl.plot: error: {path}{separator}{problem}; {REMEDY}']
+
+
+def test_an_event_file_that_is_a_link_to_nothing_is_named(tmp_path):
+  _write(tmp_path / 'run', POINTS)
+  link = tmp_path / 'run' / 'events.out.tfevents.1.host.2.v2'
+  link.symlink_to(tmp_path / 'moved_away')
+  result = _cli(tmp_path / 'run')
+  assert result.returncode == 2, result.stderr
+  assert result.stderr.splitlines() == [
+      f'seed_rl.plot: error: event file {link} is gone (a link to nothing?); {REMEDY}']
