@@ -194,10 +194,12 @@ class _Learner(object):
       self._agent.write_summaries()
       self._unroll_queue.write_summaries()
       lag = self._unroll_queue.policy_lag()
-      logging.info('Progress: %d/%d environment frames%s', frames,
+      counts = self._logger.counts_summary()
+      logging.info('Progress: %d/%d environment frames%s%s', frames,
                    int(self._config.total_environment_frames),
                    f' (policy lag {lag["first_step_mean"]:.1f} iterations, at most '
-                   f'{lag["first_step_max"]:.0f})' if lag else '')
+                   f'{lag["first_step_max"]:.0f})' if lag else '',
+                   f'; non-finite: {counts}' if counts else '')
     elif not self._trained and now - self._last_waiting_line >= _WAITING_LINE_PERIOD_SECS:
       status = self._agent.waiting_status()
       if status:

@@ -129,3 +129,19 @@ def test_popart_refuses_a_compensation_that_would_overflow():
   assert _refused('PopArt compensation updates') == refused_before + 1
   assert module.compensation_std.numpy() == np.float32(1e38)
   assert _all_finite(module.variables)
+
+
+def test_input_normalization_refuses_a_compensation_that_would_overflow():
+  normalization = input_normalization.InputNormalization(rs.AverageMeanStd())
+  normalization.init_normalization_stats(OBS_SIZE)
+  normalization.update_normalization_statistics(tf.constant([[0.] * OBS_SIZE, [1.] * OBS_SIZE]))
+  normalization.compensation_std.assign(tf.fill([OBS_SIZE], 3e38))
+  before = [v.numpy().copy() for v in (normalization.compensation_std,
+                                       normalization.compensation_mean)]
+  refused = _refused('input normalization compensation updates')
+  # The spread grows a hundredfold: scale * new_std / old_std overflows float32.
+  normalization.update_normalization_statistics(tf.constant([[-1e3] * OBS_SIZE, [1e3] * OBS_SIZE]))
+  assert _refused('input normalization compensation updates') == refused + 1
+  for variable, old in zip((normalization.compensation_std, normalization.compensation_mean),
+                           before):
+    np.testing.assert_array_equal(variable.numpy(), old)

@@ -13,12 +13,16 @@ Use: `init_normalization_stats(size)` once (inside the strategy scope); per
 training step `update_normalization_statistics(inputs)`; in the model
 `correct(normalize(x))`, optionally clipping the normalized values in
 between.
+
+A change of the statistics or of the correction whose result is not finite is
+refused and counted (`update_gate`): the old values stay.
 """
 
 import gin
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import running_statistics
+from seed_rl.common import update_gate
 
 
 @gin.configurable
@@ -64,6 +68,8 @@ class InputNormalization(tf.Module):
       self.compensation_std = tf.Variable(
           tf.ones([input_size]), name='compensation_std', trainable=True,
           aggregation=tf.VariableAggregation.MEAN)
+      self._refused = update_gate.RefusedUpdates(
+          'input normalization compensation updates')
 
   def normalize(self, x: tf.Tensor) -> tf.Tensor:
     """Returns `(x - m) / s` for `x` of shape `[..., input_size]`."""
@@ -83,13 +89,14 @@ class InputNormalization(tf.Module):
     """
     self._check_initialized()
     old_mean, old_std = self.mean_std_tracker.get_mean_std()
-    self.mean_std_tracker.update(data)
+    applied = self.mean_std_tracker.update(data)
     new_mean, new_std = self.mean_std_tracker.get_mean_std()
     scale = self.compensation_std.read_value()
     offset = self.compensation_mean.read_value()
-    self.compensation_std.assign(scale * new_std / old_std)
-    self.compensation_mean.assign(offset + scale * (new_mean - old_mean) /
-                                  old_std)
+    update_gate.assign_if_finite(self._refused, [
+        (self.compensation_std, scale * new_std / old_std),
+        (self.compensation_mean, offset + scale * (new_mean - old_mean) / old_std),
+    ], wanted=applied)
 
   def get_mean_std(self) -> running_statistics.MeanAndStd:
     """The tracker's current `(mean, std)`."""
