@@ -28,6 +28,7 @@ import importlib.util
 import json
 import os
 import pickle
+import re
 import socket
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from typing import Any
 from absl import flags
 
 from seed_rl import video as video_lib
+from seed_rl.common import run_identity
 
 # The info keys the actors read (`seed_rl.common.actor`); the rest stays in the child process.
 INFO_KEYS = ('score_reward', 'abandoned')
@@ -226,8 +228,22 @@ def _parse_flags(run: RunInfo, entry_point: types.ModuleType, overrides: Sequenc
   try:
     flag_values(['seed_rl.evaluate'] + learner_arguments + list(overrides))
   except flags.Error as e:
-    raise EvaluateError(f'Invalid flags for {run.program()}: {e}') from e
+    raise EvaluateError(f'Invalid flags for {run.program()}: {e}'
+                        f'{_from_learner_flags(e, learner_arguments, overrides)}') from e
   return flag_values
+
+
+def _from_learner_flags(error: flags.Error, learner_arguments: Sequence[str],
+                        overrides: Sequence[str]) -> str:
+  """Where the flag that `error` names comes from the learner's flags file alone (a damaged or
+  hand-edited line: an override cannot replace it, as absl stops at the first bad value), what
+  to do about it; else ''."""
+  named = set(re.findall(r'--(\w+)', str(error)))
+  learner = {_flag_name(line) for line in learner_arguments}
+  if named & (learner - {_flag_name(argument) for argument in overrides}):
+    return (f'; that line is in the learner\'s {run_identity.FLAGS_FILE}: fix it there, or '
+            'restore the file from a copy.')
+  return ''
 
 
 def import_function(qualified_name: str, entry_point: types.ModuleType | None = None

@@ -118,6 +118,11 @@ DAMAGED = {
                        + INSTEAD_OF_FLAGS),
     'empty_flags': ('learner_flags.txt', _write(''), '{path} is empty (learners write it when '
                     'they start), so it is damaged: ' + INSTEAD_OF_FLAGS),
+    'flags_line_with_a_bad_value': (
+        'learner_flags.txt', _write('--env_name=CartPole-v1\n--num_envs=zz\n'),
+        "Invalid flags for seed_rl.environments.gym.vtrace_main: flag --num_envs=zz: invalid "
+        "literal for int() with base 10: 'zz'; that line is in the learner's learner_flags.txt: "
+        'fix it there, or restore the file from a copy.'),
     'flags_is_a_directory': ('learner_flags.txt', _replace_by_directory,
                              '{path} is a directory, not a file: ' + INSTEAD_OF_FLAGS),
 }
