@@ -59,6 +59,23 @@ def _list(directory: str) -> list[str]:
   return [name.rstrip('/') for name in names]
 
 
+def _read_remote(path: str) -> bytes:
+  """The content of the remote file `path`.
+
+  Raises:
+    run_identity.RecordError: it is a directory or cannot be read, naming it.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if tf.io.gfile.isdir(path):
+    raise run_identity.RecordError(f'{path} is a directory, not a file')
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      return f.read()
+  except tf.errors.OpError as e:
+    raise run_identity.RecordError(
+        f'{path} cannot be read ({e.message or type(e).__name__})') from e
+
+
 def read_record_file(path: str, remedy: str) -> str:
   """The text of the run record file `path` (`runs.jsonl`, `learner_flags.txt`).
 
@@ -68,10 +85,7 @@ def read_record_file(path: str, remedy: str) -> str:
   """
   try:
     if is_remote(path):
-      if _is_directory(path):
-        raise run_identity.RecordError(f'{path} is a directory, not a file')
-      with _gfile().GFile(path, 'rb') as f:
-        text = run_identity.decode_text(f.read(), path)
+      text = run_identity.decode_text(_read_remote(path), path)
     else:
       text = run_identity.read_text(path)
   except run_identity.RecordError as e:

@@ -210,3 +210,31 @@ def test_a_logdir_that_is_not_a_run_is_named_with_what_to_pass(results, case):
   logdir, expected = NOT_RUNS[case]
   path = pathlib.Path(results['root'] / logdir)
   assert _error_line(results[case]) == expected.format(logdir=path, parent=path.parent)
+
+
+def test_remote_files_are_checked_alike(run):
+  """Through TensorFlow's file system, as for gs:// (its in-memory ram:// here)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from seed_rl import evaluation_files  # pylint: disable=g-import-not-at-top
+  remote = 'ram://damaged_runs/run'
+  for path in run.rglob('*'):
+    target = f'{remote}/{path.relative_to(run)}'
+    if path.is_dir():
+      tf.io.gfile.makedirs(target)
+    else:
+      tf.io.gfile.copy(str(path), target, overwrite=True)
+  evaluation_files.check_saved_model_files(f'{remote}/saved_model')
+  tf.io.gfile.remove(f'{remote}/{INDEX}')
+  with pytest.raises(evaluation_files.EvaluateError) as error:
+    evaluation_files.check_saved_model_files(f'{remote}/saved_model')
+  assert str(error.value).startswith(f'{remote}/{INDEX} is missing, ' +
+                                     EXPORT_AGAIN.format(logdir=remote))
+  tf.io.gfile.remove(f'{remote}/runs.jsonl')  # ram:// appends to a file written again.
+  with tf.io.gfile.GFile(f'{remote}/runs.jsonl', 'wb') as f:
+    f.write(b'\xff\n')
+  for path, problem in [('runs.jsonl', 'is not UTF-8 text (byte 0xff at offset 0), so it is '
+                         'damaged'), ('saved_model', 'is a directory, not a file'),
+                        ('gone.txt', 'cannot be read (NotFoundError)')]:
+    with pytest.raises(evaluation_files.EvaluateError) as error:
+      evaluation_files.read_record_file(f'{remote}/{path}', 'do this.')
+    assert str(error.value) == f'{remote}/{path} {problem}: do this.'
