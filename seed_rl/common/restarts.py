@@ -11,11 +11,18 @@ from seed_rl.common import env_state
 
 @tf.autograph.experimental.do_not_convert
 def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch):
-  """Finds the environments whose actor (re)started, and drops rows of dead actors.
+  """Finds the environments whose actor (re)started, and drops the rows no env state may see.
 
   A new run id for an environment means a new actor process: the caller resets that
-  environment's learner-side state. A dead actor's last call may share an inference batch with
-  its successor's first call; its rows are dropped so they cannot touch the new run's state.
+  environment's learner-side state. Rows are dropped (they get action 0 and touch no state)
+  rather than failing the batch for every caller in it:
+  - padding rows: a negative env id (the learner pads a starved batch with them; the server
+    refuses such ids from clients);
+  - repeats of an earlier row's (env id, run id) (a client repeating an actor's request);
+  - rows of an env id carrying a new run id when a later row of the batch carries another new
+    run id for it: the later one arrived later, from a later (re)start, and is kept;
+  - a dead actor's last call sharing the batch with its successor's first call (the row with
+    the env's previous run id, see `get_non_dying_envs`).
   Call inside the inference tf.function; it records the new run ids.
 
   Args:
@@ -27,13 +34,19 @@ def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch)
     `(envs_needing_reset, kept_rows <int64>[M, 1], env_ids, batch)`, the last two without the
     dropped rows.
   """
-  first = _first_of_repeated_rows(env_ids, run_ids)
-  previous_run_ids = env_run_ids.read(env_ids)
-  reset_mask = tf.logical_and(tf.not_equal(previous_run_ids, run_ids), first)
+  env_ids = tf.convert_to_tensor(env_ids)
+  padding = env_ids < 0
+  first = _first_of_repeated_rows(env_ids, run_ids, padding)
+  previous_run_ids = env_run_ids.read(tf.where(padding, tf.zeros_like(env_ids), env_ids))
+  new_run = tf.logical_and(tf.not_equal(previous_run_ids, run_ids), first)
+  superseded = _superseded_new_runs(env_ids, new_run)
+  reset_mask = tf.logical_and(new_run, tf.logical_not(superseded))
+  candidates = tf.logical_and(first, tf.logical_not(superseded))
   envs_needing_reset = tf.boolean_mask(env_ids, reset_mask)
-  kept_first, _ = get_non_dying_envs(envs_needing_reset, tf.boolean_mask(reset_mask, first),
-                                     tf.boolean_mask(env_ids, first))
-  kept_mask = tf.cast(tf.scatter_nd(tf.where(first), tf.cast(kept_first, tf.int32),
+  kept_candidates, _ = get_non_dying_envs(envs_needing_reset,
+                                          tf.boolean_mask(reset_mask, candidates),
+                                          tf.boolean_mask(env_ids, candidates))
+  kept_mask = tf.cast(tf.scatter_nd(tf.where(candidates), tf.cast(kept_candidates, tf.int32),
                                     tf.shape(env_ids, tf.int64)), tf.bool)
   kept_env_ids = tf.boolean_mask(env_ids, kept_mask)
   run_ids, batch = tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept_mask),
@@ -44,8 +57,9 @@ def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch)
 
 
 @tf.autograph.experimental.do_not_convert
-def _first_of_repeated_rows(env_ids, run_ids):
-  """`<bool>[N]`: False for a row whose (env id, run id) an earlier row of the batch has.
+def _first_of_repeated_rows(env_ids, run_ids, padding):
+  """`<bool>[N]`: False for a padding row and for a row whose (env id, run id) an earlier row of
+  the batch has.
 
   Two callers sending the same request (a client repeating an actor's) end up in one batch;
   the repeats are dropped (action 0) instead of failing the batch for every caller in it.
@@ -56,8 +70,23 @@ def _first_of_repeated_rows(env_ids, run_ids):
   first_position = tf.math.unsorted_segment_min(positions, pair_index, tf.size(env_ids))
   first = tf.equal(tf.gather(first_position, pair_index), positions)
   _print_if_any('Dropping repeated rows of environment ids:',
-                tf.boolean_mask(env_ids, tf.logical_not(first)))
-  return first
+                tf.boolean_mask(env_ids, tf.logical_not(first | padding)))
+  return tf.logical_and(first, tf.logical_not(padding))
+
+
+@tf.autograph.experimental.do_not_convert
+def _superseded_new_runs(env_ids, new_run):
+  """`<bool>[N]`: True for a row carrying a new run id for an env id when a later row of the
+  batch carries another new run id for it (`new_run`: the rows carrying a new run id, at most
+  one per (env id, run id))."""
+  _, env_index = tf.unique(env_ids)
+  positions = tf.range(tf.size(env_ids))
+  last_new_position = tf.math.unsorted_segment_max(
+      tf.where(new_run, positions, -1), env_index, tf.size(env_ids))
+  superseded = tf.logical_and(new_run, tf.gather(last_new_position, env_index) > positions)
+  _print_if_any('Dropping rows of environment ids that a later row of the batch restarts with '
+                'another new run id:', tf.boolean_mask(env_ids, superseded))
+  return superseded
 
 
 @tf.autograph.experimental.do_not_convert

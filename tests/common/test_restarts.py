@@ -58,3 +58,32 @@ def test_detect_restarts_resets_new_runs_and_drops_the_dying_and_the_repeated_ro
   # A client repeating another's request: the repeats are dropped, the batch runs.
   assert _detect(run_ids, [1, 1, 0, 1], [6, 6, 7, 6]) == ([], [0, 2], [1, 0], [0., 2.])
   assert _detect(run_ids, [2, 2], [9, 9]) == ([2], [0], [2], [0.])
+
+
+def test_two_new_runs_of_one_env_in_a_batch_keep_the_later_row_and_the_batch_runs():
+  run_ids = env_state.PerEnvState(4, tf.TensorSpec([], tf.int64))
+  assert _detect(run_ids, [0, 1], [5, 6]) == ([0, 1], [0, 1], [0, 1], [0., 1.])
+  # Two callers with new run ids for envs 0-1 share a batch: the later rows are kept.
+  assert _detect(run_ids, [0, 1, 0, 1, 2], [7, 8, 9, 10, 11]) == (
+      [0, 1, 2], [2, 3, 4], [0, 1, 2], [2., 3., 4.])
+  assert run_ids.read(tf.constant([0, 1, 2])).numpy().tolist() == [9, 10, 11]
+  # With the dead run's row (9) and a repeat of a new one too: one row of env 0 is kept.
+  assert _detect(run_ids, [0, 0, 0, 0, 1], [12, 9, 13, 12, 10]) == (
+      [0], [2, 4], [0, 1], [2., 4.])
+  assert run_ids.read(tf.constant([0, 1])).numpy().tolist() == [13, 10]
+
+
+def test_padding_rows_are_dropped_before_any_env_state_is_read(capfd):
+  run_ids = env_state.PerEnvState(2, tf.TensorSpec([], tf.int64))
+
+  @tf.function
+  def detect(env_ids, run_ids_of_rows):
+    return restarts.detect_restarts(run_ids, env_ids, run_ids_of_rows,
+                                    (tf.range(tf.size(env_ids)),))
+
+  envs_needing_reset, kept_rows, kept_env_ids, (values,) = detect(
+      tf.constant([1, -1, -1, -1], tf.int32), tf.constant([5, 0, 0, 0], tf.int64))
+  assert (envs_needing_reset.numpy().tolist(), kept_rows.numpy()[:, 0].tolist(),
+          kept_env_ids.numpy().tolist(), values.numpy().tolist()) == ([1], [0], [1], [0])
+  assert run_ids.read(tf.constant([0, 1])).numpy().tolist() == [0, 5]
+  assert 'Dropping' not in capfd.readouterr().err  # Padding is not news.
