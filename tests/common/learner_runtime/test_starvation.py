@@ -59,7 +59,18 @@ def server():
   shutil.rmtree(directory, ignore_errors=True)
 
 
-def test_a_batch_that_does_not_fill_is_reported_once_and_its_end_too(server, caplog):
+def _wait_for_check(watch, timeout=20):
+  """Checks every 50 ms until a check returns a warning; the checks' results."""
+  deadline = time.time() + timeout
+  results = [watch.check()]
+  while results[-1] is None:
+    assert time.time() < deadline, 'no starvation warning'
+    time.sleep(0.05)
+    results.append(watch.check())
+  return results
+
+
+def test_a_starved_batch_runs_padded_is_reported_once_and_its_end_too(server, caplog):
   caplog.set_level(logging.INFO, logger='absl')  # Whatever verbosity earlier tests left.
   running, address = server
   config = types.SimpleNamespace(num_envs=4, env_batch_size=1)
@@ -68,22 +79,44 @@ def test_a_batch_that_does_not_fill_is_reported_once_and_its_end_too(server, cap
   with concurrent.futures.ThreadPoolExecutor(4) as pool:
     try:
       waiting = [pool.submit(clients[i].inference, np.int32(i)) for i in (0, 1)]
-      assert watch.check() is None  # Not waited long enough yet.
+      message = _wait_for_check(watch)[-1]
+      assert ('only 2 arrived (env ids 0-1, from 2 actor calls); it ran padded with 2 rows' in
+              message and 'env ids 2-3 did not call' in message)
+      # The callers got their outputs from the padded run.
+      assert [w.result(20) for w in waiting] == [0, 10]
+      # The same starvation again: it runs padded again, without another warning, and the
+      # batches do not count as filling again.
+      waiting = [pool.submit(clients[i].inference, np.int32(i)) for i in (0, 1)]
       deadline = time.time() + 20
-      message = None
-      while message is None:
-        assert time.time() < deadline, 'no starvation warning'
+      while not all(w.done() for w in waiting):
+        assert time.time() < deadline, 'the starved batch did not run padded again'
+        assert watch.check() is None
         time.sleep(0.05)
-        message = watch.check()
-      assert ('only 2 arrived (env ids 0-1, from 2 actor calls)' in message and
-              'env ids 2-3 did not call' in message)
-      assert watch.check() is None  # The same starvation is not reported again.
-      assert sum('Inference starved' in r.getMessage() for r in caplog.records) == 1
+      assert [w.result() for w in waiting] == [0, 10]
+      records = [r.getMessage() for r in caplog.records]
+      assert sum('Inference starved' in r for r in records) == 1
+      assert not any('Inference batches fill again' in r for r in records)
 
-      waiting += [pool.submit(clients[i].inference, np.int32(i)) for i in (2, 3)]
+      waiting = [pool.submit(clients[i].inference, np.int32(i)) for i in range(4)]
       assert [w.result(20) for w in waiting] == [0, 10, 20, 30]
-      assert watch.check() is None
-      assert any('Inference batches fill again' in r.getMessage() for r in caplog.records)
+      deadline = time.time() + 20
+      while not any('Inference batches fill again' in r.getMessage() for r in caplog.records):
+        assert time.time() < deadline, 'no line saying that batches fill again'
+        assert watch.check() is None
+        time.sleep(0.05)
     finally:
       for client in clients:
         client.close()
+
+
+def test_the_message_names_the_calls_waiting_for_the_next_batch():
+  message = starvation.starvation_message(
+      batch_size=8, rows=5, callers=2, env_ids=[0, 1, 2, 3, 8], waiting_secs=10, num_envs=9,
+      env_batch_size=4, queued_rows=4, queued_callers=1, queued_env_ids=[4, 5, 6, 7],
+      padded=True)
+  assert message.startswith(
+      'Inference starved for 10 s: a batch runs only with --inference_batch_size=8 rows, and '
+      'only 5 arrived (env ids 0-3, 8, from 2 actor calls), while 4 more rows (env ids 4-7, 1 '
+      'call) did not fit into its 3 free rows and wait for the next batch; it ran padded with 3 '
+      'rows that the learner drops')
+  assert 'Every env id called' in message
