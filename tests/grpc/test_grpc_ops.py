@@ -761,7 +761,7 @@ def test_mixed_single_and_block_callers(servers, clients, unix_address, pool):
 
 
 @pytest.mark.timeout(60)
-def test_batch_overflow_is_an_error_for_that_caller(servers, clients, unix_address, pool):
+def test_a_call_that_does_not_fit_waits_for_the_next_batch(servers, clients, unix_address, pool):
   @tf.function(input_signature=[tf.TensorSpec([4], tf.int32)])
   def plus(x):
     return x + 1
@@ -770,10 +770,13 @@ def test_batch_overflow_is_an_error_for_that_caller(servers, clients, unix_addre
   a, b, c = clients(unix_address), clients(unix_address), clients(unix_address)
   fa = pool.submit(a.plus, np.array([1, 2, 3], np.int32))
   time.sleep(0.3)
-  with pytest.raises(tf.errors.InvalidArgumentError, match='batch size exceeded'):
-    b.plus(np.array([1, 2], np.int32))
+  fb = pool.submit(b.plus, np.array([1, 2], np.int32))  # 2 rows, 1 free: the next batch.
+  time.sleep(0.3)
   assert c.plus(7) == 8
   np.testing.assert_array_equal(fa.result(30), [2, 3, 4])
+  assert not fb.done()
+  np.testing.assert_array_equal(c.plus(np.array([9, 10], np.int32)), [10, 11])
+  np.testing.assert_array_equal(fb.result(30), [2, 3])
 
 
 @pytest.mark.timeout(60)
