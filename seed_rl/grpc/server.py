@@ -18,10 +18,21 @@ keep the process from exiting.
 
 Defences, in the order a request meets them: the token, checked from the call metadata before
 anything of the request is decoded or logged (refusals are logged at most once a minute per client
-host); the stream limit; the limit on bytes in flight (`max_bytes_in_flight`: the sizes of the
-requests being decoded, queued or executed, so that many large requests cannot exhaust the
-learner's memory); then, per caller and before its rows join a batch, the shapes and dtypes of the
-request (`batching`) and the method's optional validator of values (`Server.bind`).
+host); the stream limit; the message limit, enforced by gRPC's C core from a message's length
+prefix before it buffers the body, and by default the largest request the bound functions accept
+(`message_bounds`); the limit on bytes in flight (`max_bytes_in_flight`: the sizes of the
+requests being decoded, queued or executed); then, per caller and before its rows join a batch,
+the shapes and dtypes of the request (`batching`) and the method's optional validator of values
+(`Server.bind`).
+
+Memory: the server reads each client stream one request at a time (the next one once the
+previous one is answered), and gRPC buffers at most a 64 KiB flow-control window of a stream that
+is not being read (the server turns gRPC's growing windows off), so what clients can make the
+server hold is bounded by about max_concurrent_streams x (2 x the receive limit + 64 KiB): a
+request is held twice while gRPC hands it over. Requests past that step (decoded, waiting for
+their batch or executed) are also capped by `max_bytes_in_flight`. bench/grpc_memory_probe.py
+measures what oversized requests and streams that are not being read cost, against the former
+settings (a 128 MiB receive limit, growing windows).
 
 How serving ends tells the clients what to do next. `shutdown` alone (a preemption, a stop
 request, a restart) answers callers with UNAVAILABLE: the server may come back, so actors
@@ -51,16 +62,19 @@ from seed_rl.grpc import binding
 from seed_rl.grpc import caller
 from seed_rl.grpc import client as client_lib
 from seed_rl.grpc import errors
+from seed_rl.grpc import message_bounds
 from seed_rl.grpc import security
 from seed_rl.grpc import service_pb2
 
-#: Default cap of one message in either direction: room for a 40 MB tensor plus headroom.
+#: Cap of one message in a direction where a bound function's messages have no size bound
+#: (strings, dimensions the signature leaves open), unless `max_message_length` is given.
 DEFAULT_MAX_MESSAGE_LENGTH = client_lib.DEFAULT_MAX_MESSAGE_LENGTH
 #: Default maximum number of open client streams (one per actor), i.e. of server threads.
 DEFAULT_MAX_CONCURRENT_STREAMS = 1024
 
-#: Default cap on the bytes of requests held at once (decoded, queued or executed): 1 GiB.
-DEFAULT_MAX_BYTES_IN_FLIGHT = 1 << 30
+#: Default cap on the bytes of requests held at once (decoded, queued or executed): an eighth of
+#: the memory of the machine (or of its container, when that limit is lower).
+DEFAULT_MAX_BYTES_IN_FLIGHT = message_bounds.default_max_bytes_in_flight()
 
 _SERVICE = 'seed_rl.TensorService'
 _SHUTDOWN_MESSAGE = 'Server shutdown: the server closed while the call was pending'
@@ -187,6 +201,7 @@ class _Run:
                credentials, token: Optional[bytes], max_concurrent_streams: int,
                max_bytes_in_flight: Optional[int]):
     self._methods = methods
+    self.options = options
     self._token = token
     self._batchers: Dict[str, batching.MethodBatcher] = {}
     self._batcher_list: Sequence[batching.MethodBatcher] = ()  # The same, for the hot path.
@@ -461,8 +476,14 @@ class Server:
   Args:
     server_addresses: list of addresses to listen on: 'host:port', '[::]:port', 'unix:/path'.
       Port 0 picks a free port (see `ports`).
-    max_message_length: cap in bytes on one request or response; a larger request is refused with
-      RESOURCE_EXHAUSTED.
+    max_message_length: cap in bytes on one request and on one response; a larger request is
+      refused by gRPC from its length prefix, before its body is buffered: the client gets
+      RESOURCE_EXHAUSTED ("Received message larger than max (SIZE vs. LIMIT)") and its stream
+      ends. None (the default) sizes each direction to the bound functions, when `start` is
+      called: the largest request they accept (a direct call of a full batch) plus
+      `message_bounds.MARGIN`, and likewise the largest response; `DEFAULT_MAX_MESSAGE_LENGTH`
+      (128 MiB) for a direction where a function takes or returns strings or dimensions its
+      signature leaves open. A value given here wins over the sized default, in both directions.
     tls_certificate_chain: PEM certificate chain; with `tls_private_key`, serve over TLS.
     tls_private_key: PEM private key of the certificate.
     token: shared secret (bytes); if set, calls that do not present it get UNAUTHENTICATED and
@@ -474,25 +495,32 @@ class Server:
       open stream holds one server thread. A client beyond it is refused with RESOURCE_EXHAUSTED
       (at Init, or when it opens its stream) and a message that names this keyword.
     max_bytes_in_flight: cap on the summed sizes of the requests being decoded, queued for a
-      batch or executed, default 1 GiB (`DEFAULT_MAX_BYTES_IN_FLIGHT`); None for no cap. A request
-      that would go beyond it gets RESOURCE_EXHAUSTED (its stream stays open) with a message that
-      names this keyword. Each actor's request waits in a batch until the batch is full, so the
-      cap must exceed (number of actors) x (bytes of one actor's request); the default leaves room
-      for 1024 actors sending up to 1 MiB each, e.g. 16 Atari observations of 84x84x4.
+      batch or executed; default an eighth of the machine's memory (`DEFAULT_MAX_BYTES_IN_FLIGHT`,
+      the container's limit when lower); None for no cap. A request that would go beyond it gets
+      RESOURCE_EXHAUSTED (its stream stays open) with a message that names this keyword. Each
+      actor's request waits in a batch until the batch is full, so the cap must exceed (number
+      of actors) x (bytes of one actor's request); e.g. 1024 actors sending 16 Atari
+      observations of 84x84x4 (1 MiB) each need 1 GiB.
     shutdown_timeout: seconds `shutdown` waits for executions still running.
+    options: extra gRPC server options, as (key, value) pairs; they override the defaults (the
+      message limits; `('grpc.http2.bdp_probe', 0)`, which keeps the flow-control window of a
+      stream that is not being read at 64 KiB; `('grpc.so_reuseport', 0)`). E.g.
+      `[('grpc.http2.bdp_probe', 1)]` lets gRPC grow the window of a stream that is not read
+      (faster large requests over long links, up to about 4 MiB more memory per stream).
   Raises:
     ValueError: not in eager mode, inconsistent TLS arguments, or a limit below 1.
     tf.errors.InvalidArgumentError: `server_addresses` is not a list of strings.
   """
 
   def __init__(self, server_addresses: Sequence[str], *,
-               max_message_length: int = DEFAULT_MAX_MESSAGE_LENGTH,
+               max_message_length: Optional[int] = None,
                tls_certificate_chain: Optional[bytes] = None,
                tls_private_key: Optional[bytes] = None,
                token: Optional[bytes] = None,
                max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
                max_bytes_in_flight: Optional[int] = DEFAULT_MAX_BYTES_IN_FLIGHT,
-               shutdown_timeout: float = 5.0):
+               shutdown_timeout: float = 5.0,
+               options: Sequence[Tuple[str, Any]] = ()):
     if not tf.executing_eagerly():
       raise ValueError('Only eager mode is currently supported.')
     if (isinstance(server_addresses, (str, bytes)) or
@@ -505,18 +533,15 @@ class Server:
     if max_concurrent_streams < 1:
       raise ValueError(
           f'max_concurrent_streams must be at least 1, got {max_concurrent_streams}.')
-    if max_bytes_in_flight is not None and max_bytes_in_flight < 1:
-      raise ValueError(
-          f'max_bytes_in_flight must be at least 1 (or None), got {max_bytes_in_flight}.')
+    for name, value in (('max_bytes_in_flight', max_bytes_in_flight),
+                        ('max_message_length', max_message_length)):
+      if value is not None and value < 1:
+        raise ValueError(f'{name} must be at least 1 (or None), got {value}.')
     self._addresses = list(server_addresses)
     self._credentials = security.server_credentials(tls_certificate_chain, tls_private_key)
     self._token = security.check_token(token)
-    self._options = [
-        ('grpc.max_send_message_length', int(max_message_length)),
-        ('grpc.max_receive_message_length', int(max_message_length)),
-        # Without this, two servers could silently share a TCP port on Linux.
-        ('grpc.so_reuseport', 0),
-    ]
+    self._max_message_length = None if max_message_length is None else int(max_message_length)
+    self._extra_options = dict(options)
     self._max_concurrent_streams = max_concurrent_streams
     self._max_bytes_in_flight = max_bytes_in_flight
     self._shutdown_timeout = shutdown_timeout
@@ -533,6 +558,9 @@ class Server:
     The name on the wire is the Python function's `__name__`. Each function needs an
     input_signature; it is batched, as in the original, if all inputs share a leading dimension N
     that the outputs keep (`batching.detect_batch_size`).
+
+    Bind before `start`: the default message limits are sized to the functions bound when the
+    server starts (a function bound later gets a warning if its messages may be larger).
 
     `validate`, if given, checks the values of every request on its own, before its rows join a
     batch, so that one bad caller (e.g. an env id out of range) is refused alone instead of making
@@ -575,6 +603,12 @@ class Server:
               None, None, f"Function '{bound.name}' was bound twice.")
         else:
           method.add(bound)
+      run = self._run
+    if run is not None and self._options() != run.options:
+      _log.warning('seed_rl.grpc: %s was bound while the server runs, with message limits sized '
+                   'when it started: its larger requests or responses are refused until the '
+                   'server restarts (shutdown, then start). Bind before start, or pass '
+                   'max_message_length.', bound.name)
 
   def start(self) -> None:
     """Starts serving (returns once listening). A server that `finish` ended serves only its
@@ -589,12 +623,37 @@ class Server:
         raise tf.errors.InvalidArgumentError(None, None, 'Server is already started')
       if not self._methods and not self._finished:
         raise tf.errors.UnavailableError(None, None, 'No function was bound')
-      run = _Run(self._addresses, self._methods, self._options, self._credentials, self._token,
-                 self._max_concurrent_streams, self._max_bytes_in_flight)
+      run = _Run(self._addresses, self._methods, self._options(), self._credentials,
+                 self._token, self._max_concurrent_streams, self._max_bytes_in_flight)
       if self._finished:
         run.finish()
       run.start()
       self._run = run
+
+  def _options(self) -> List[Tuple[str, Any]]:
+    """gRPC options of a run: the message limits (see `max_message_length`), a stream window
+    that does not grow, no port sharing, then the caller's `options`."""
+    receive = send = self._max_message_length
+    if receive is None:
+      bound = [method.bound[0] for method in self._methods.values()]
+      receive = message_bounds.max_message_bytes(
+          [message_bounds.request_bytes(b.name, b.args) for b in bound],
+          DEFAULT_MAX_MESSAGE_LENGTH)
+      send = message_bounds.max_message_bytes(
+          [message_bounds.response_bytes(b.output_codes, b.output_shapes, b.batch_size)
+           for b in bound], DEFAULT_MAX_MESSAGE_LENGTH)
+    defaults = {
+        'grpc.max_receive_message_length': receive,
+        'grpc.max_send_message_length': send,
+        # gRPC's bandwidth-delay probing grows the flow-control window of a stream whose handler
+        # is not reading (a caller waiting for its batch) to about 4 MiB, which a client fills
+        # with its next request; without it the window stays at 64 KiB. A request being read
+        # still gets a window of its own size.
+        'grpc.http2.bdp_probe': 0,
+        # Without this, two servers could silently share a TCP port on Linux.
+        'grpc.so_reuseport': 0,
+    }
+    return list({**defaults, **self._extra_options}.items())
 
   def pending_batches(self, min_waiting_secs: float = 0.) -> List[batching.PendingBatch]:
     """The partially filled batches of the running server (none when it is not running).

@@ -5,6 +5,7 @@ Real gRPC over a unix socket; the limits are set small so that a few requests re
 
 import concurrent.futures
 import inspect
+import os
 import time
 
 import numpy as np
@@ -47,12 +48,16 @@ def _block(n, value=1):
 def test_defaults_are_documented():
   parameters = inspect.signature(grpc.Server).parameters
   assert parameters['max_bytes_in_flight'].default == server_lib.DEFAULT_MAX_BYTES_IN_FLIGHT
-  assert server_lib.DEFAULT_MAX_BYTES_IN_FLIGHT == 1 << 30
+  memory = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+  assert 0 < server_lib.DEFAULT_MAX_BYTES_IN_FLIGHT <= memory // 8
   assert parameters['max_concurrent_streams'].default == 1024
+  assert parameters['max_message_length'].default is None
   doc = grpc.Server.__doc__
-  assert 'max_bytes_in_flight' in doc and '1 GiB' in doc and 'default 1024' in doc
-  with pytest.raises(ValueError, match='max_bytes_in_flight'):
-    grpc.Server(['localhost:0'], max_bytes_in_flight=0)
+  assert 'max_bytes_in_flight' in doc and "an eighth of the machine's memory" in doc
+  assert 'default 1024' in doc and 'largest request they accept' in doc
+  for keyword in ('max_bytes_in_flight', 'max_message_length'):
+    with pytest.raises(ValueError, match=keyword):
+      grpc.Server(['localhost:0'], **{keyword: 0})
 
 
 @pytest.mark.timeout(120)
