@@ -15,20 +15,35 @@ The server checks the token from the call metadata before it reads a request's b
 refused calls through a `RefusalLog`: at most one line per client host and minute, so that a
 stranger knocking at the port cannot fill the learner's log.
 
+A server that listens beyond the loopback interface without a token says so once when it starts
+(`warn_if_open`): anyone who can reach its port can call it.
+
+gRPC's C core logs one INFO line per failed TLS handshake, so that anyone who opens a TCP
+connection to a TLS learner and sends anything else (a port scanner, a plain-text client) adds a
+line to its log. The core reads `GRPC_VERBOSITY` once, when grpcio is first imported, and offers
+no way to change it later; importing this module before grpcio keeps the core's ERROR lines only,
+unless `GRPC_VERBOSITY` is already set (e.g. `GRPC_VERBOSITY=INFO` to see every handshake).
+
 `server_kwargs_from_config` / `client_kwargs_from_config` turn the `grpc_token_file`,
 `grpc_tls_cert_file`, `grpc_tls_key_file` and `grpc_tls_ca_file` flags into constructor keyword
 arguments of `Server` / `Client`.
 """
 
 import hmac
+import ipaddress
 import logging
 import math
+import os
 import threading
 import time
 import urllib.parse
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import grpc
+#: Verbosity of gRPC's C core unless the environment sets one (read when grpcio loads).
+GRPC_VERBOSITY_DEFAULT = 'ERROR'
+os.environ.setdefault('GRPC_VERBOSITY', GRPC_VERBOSITY_DEFAULT)
+
+import grpc  # pylint: disable=g-import-not-at-top,wrong-import-position  # noqa: E402
 
 #: Binary metadata key carrying the token (the -bin suffix lets it hold arbitrary bytes).
 TOKEN_METADATA_KEY = 'seed-rl-token-bin'
@@ -136,6 +151,48 @@ class RefusalLog:
     window = 'the last minute' if minutes <= 1 else f'the last {minutes} minutes'
     return (f'seed_rl.grpc: refused {count} call{"" if count == 1 else "s"} from {host} '
             f'{self._reason} in {window}')
+
+
+def is_loopback(address: str) -> bool:
+  """True if a server address ('host:port', '[v6]:port', 'unix:/path') accepts only clients of
+  this machine: a unix socket, localhost or a loopback IP."""
+  if address.startswith(('unix:', 'unix-abstract:')):
+    return True
+  for scheme in ('ipv4:', 'ipv6:', 'dns:'):
+    if address.startswith(scheme):
+      address = address[len(scheme):].lstrip('/')
+  host = address.rsplit(':', 1)[0] if ':' in address else address
+  host = host[1:-1] if host.startswith('[') and host.endswith(']') else host
+  if host.lower() == 'localhost':
+    return True
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:  # A host name, or '' (every interface).
+    return False
+
+
+def warn_if_open(addresses: Sequence[str], ports: Sequence[int], has_token: bool,
+                 has_tls: bool, logger: logging.Logger) -> None:
+  """Logs one warning if a server without a token listens beyond loopback.
+
+  Args:
+    addresses: the addresses the server listens on.
+    ports: the port bound for each address.
+    has_token: whether the server requires a token.
+    has_tls: whether the server serves TLS.
+    logger: where the warning goes.
+  """
+  if has_token:
+    return
+  open_ports = [str(port) for address, port in zip(addresses, ports) if not is_loopback(address)]
+  if not open_ports:
+    return
+  plural = 's' if len(open_ports) > 1 else ''
+  tls = ('' if has_tls else '; without TLS (--grpc_tls_cert_file, --grpc_tls_key_file) the '
+         'traffic is not encrypted either')
+  logger.warning('seed_rl.grpc: no token: anyone who can reach port%s %s can call the learner; '
+                 'set a token: --grpc_token_file (Server(..., token=...))%s', plural,
+                 ', '.join(open_ports), tls)
 
 
 def check_token(token: Optional[bytes]) -> Optional[bytes]:

@@ -629,6 +629,8 @@ class Server:
         run.finish()
       run.start()
       self._run = run
+    security.warn_if_open(self._addresses, run.ports, self._token is not None,
+                          self._credentials is not None, _log)
 
   def _options(self) -> List[Tuple[str, Any]]:
     """gRPC options of a run: the message limits (see `max_message_length`), a stream window
