@@ -10,6 +10,8 @@
 
 from typing import Any
 
+# First: sets the log level of gRPC's C core before grpcio loads (see `security`).
+from seed_rl.grpc import security  # noqa: F401  pylint: disable=unused-import
 from seed_rl.grpc import errors
 from seed_rl.grpc.client import Client
 from seed_rl.grpc.errors import (CancelledError, InternalError, InvalidArgumentError, OpError,

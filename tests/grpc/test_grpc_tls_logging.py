@@ -44,8 +44,6 @@ def foo(x):
   return x + 1
 
 
-@pytest.mark.xfail(strict=True, reason='needs seed_rl/grpc/__init__.py to import security (which '
-                   'sets GRPC_VERBOSITY) before any module that imports grpcio')
 @pytest.mark.timeout(120)
 def test_junk_connections_to_a_tls_learner_are_not_logged_one_by_one(tmp_path, certs):  # pylint: disable=redefined-outer-name
   cert, _, cert_file, key_file = certs['server']
