@@ -2,6 +2,10 @@
 # Sourced by docker/build.sh, docker/push.sh, docker/run.sh and run_local.sh --docker: which
 # image serves an environment, and a clear error where no Docker engine can be reached.
 
+# The base image docker/local_engine.sh builds where no registry can be reached (build.sh falls
+# back to it).
+export SEED_RL_LOCAL_BASE_IMAGE=seed_rl/base:tf2.21
+
 # Prints the image flavour (the X of docker/Dockerfile.X and of the tag seed_rl:X) for ENV:
 # atari, football, dmlab and mujoco have their own image; the gym environments run in the atari
 # image (seed_rl's core dependencies are all they need). Returns 1 for any other ENV.
