@@ -3,7 +3,8 @@
 # runs as separate layers, so that a change to the code does not reinstall every dependency:
 #
 #   docker/install_seed_rl.sh deps DIR [EXTRAS]
-#                                          DIR holds only setup.py and README.md: installs
+#                                          DIR holds only setup.py, README.md and
+#                                          seed_rl/__init__.py (the version): installs
 #                                          seed_rl's dependencies, and those of the setup.py
 #                                          EXTRAS (e.g. mujoco) when given (the project
 #                                          itself, empty without its sources, is removed
