@@ -5,6 +5,8 @@
 #   ./stop_local.sh --logdir=DIR    stop the run that owns DIR (DIR/run_local.lock)
 #   ./stop_local.sh SESSION         stop that tmux session
 #   ./stop_local.sh --pidfile FILE  stop the background processes recorded in FILE
+#   ./stop_local.sh --docker [NAME] stop the run in container NAME (run_local.sh --docker's,
+#                                   default $SEED_RL_CONTAINER_NAME or seed_rl), then the container
 #
 # Every run records itself in its logdir (run_local.lock: the run, its tmux session or pid file)
 # and in this checkout's run registry (~/.cache/seed_rl/runs/<hash of the checkout's path>, or
@@ -130,7 +132,26 @@ stop_run() {
   [ "$stopped" = 1 ]
 }
 
+# Stops the run in the container $1 of docker/run.sh: the stop_local.sh inside it stops the
+# run as here (the learner checkpoints into the mounted logdir), its run_local.sh and with it
+# the container then end; a container still up after 90 s gets `docker stop`.
+stop_container() {
+  local name="$1"
+  command -v docker >/dev/null 2>&1 || { echo "stop_local.sh: the docker command is not installed" >&2; return 1; }
+  [ "$(docker container inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] || {
+    echo "stop_local.sh: no running container '$name'" >&2; return 1; }
+  echo "stop_local.sh: stopping the run in container $name"
+  docker exec "$name" ./stop_local.sh
+  if ! timeout 90 docker wait "$name" >/dev/null 2>&1; then
+    docker stop -t 30 "$name" >/dev/null 2>&1
+  fi
+  return 0
+}
+
 case "${1:-}" in
+  --docker) [ $# -le 2 ] || { echo "usage: $0 --docker [CONTAINER]" >&2; exit 1; }
+            stop_container "${2:-${SEED_RL_CONTAINER_NAME:-seed_rl}}" || exit 1
+            exit 0;;
   --pidfile) [ $# -eq 2 ] || { echo "usage: $0 --pidfile FILE" >&2; exit 1; }
              [ -f "$2" ] || { echo "stop_local.sh: no pid file $2" >&2; exit 1; }
              stop_pidfile "$2"; exit 0;;
@@ -146,7 +167,7 @@ case "${1:-}" in
     [ -f "$lock" ] || { echo "stop_local.sh: no run in $logdir (no $lock)" >&2; exit 1; }
     stop_run "$lock" || echo "stop_local.sh: the run in $logdir had ended already"
     exit 0;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0;;
   "") stopped=0
       registry="$(seed_rl_run_registry "$ROOT")"
       for entry in "$registry"/*; do

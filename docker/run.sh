@@ -8,7 +8,8 @@
 #   docker/run.sh ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
 #
 # The arguments are run_local.sh's (it checks them). ENV picks the image: seed_rl:ENV (gym
-# uses seed_rl:atari). The container is removed when it ends; its /tmp/seed_rl, where
+# uses seed_rl:atari). The container is removed when it ends (./stop_local.sh --docker stops
+# it, the learner checkpointing first); its /tmp/seed_rl, where
 # run_local.sh keeps logdirs (checkpoints, summaries, logs), is the host's
 # $SEED_RL_DOCKER_LOGDIR, so a second run resumes from the checkpoint. TensorBoard is on
 # http://localhost:6006.
@@ -19,7 +20,7 @@
 #                           GPU docker can use, none otherwise); none: no GPU
 #   SEED_RL_DOCKER_LOGDIR   host directory mounted on /tmp/seed_rl (/tmp/seed_rl_docker)
 #   SEED_RL_CONTAINER_NAME  container name (seed_rl)
-#   SEED_RL_TENSORBOARD_PORT  host port of TensorBoard (6006)
+#   SEED_RL_TENSORBOARD_PORT  host port of TensorBoard (6006; none with SEED_RL_NO_TENSORBOARD)
 #   SEED_RL_DOCKER_OPTS     more `docker run` options, split on spaces (e.g. "-v /data:/data")
 #   SEED_RL_NO_TMUX, SEED_RL_NO_TENSORBOARD  passed on to run_local.sh
 set -euo pipefail
@@ -54,8 +55,9 @@ fi
 mkdir -p "$LOGDIR"
 args=(run --rm --init -i
       --name "${SEED_RL_CONTAINER_NAME:-seed_rl}"
-      -p "${SEED_RL_TENSORBOARD_PORT:-6006}:6006"
       -v "$LOGDIR:/tmp/seed_rl")
+# TensorBoard's port only where it runs (a second run without it needs no free port).
+if [ -z "${SEED_RL_NO_TENSORBOARD:-}" ]; then args+=(-p "${SEED_RL_TENSORBOARD_PORT:-6006}:6006"); fi
 # A terminal for tmux only when there is one (otherwise run_local.sh runs in the background).
 if [ -t 0 ] && [ -t 1 ]; then args+=(-t); fi
 if [ "$gpus" = none ]; then
