@@ -1,5 +1,8 @@
 """The actor-side client of the central-inference server: numpy and grpcio only.
 
+Two transports carry the same bytes: gRPC (`host:port`, `unix:/path`), and shared memory
+(`shm:NAME`, `seed_rl.shm`) for actors on the learner's machine.
+
 Importing or using this module never imports TensorFlow (an actor saves its memory and import
 time). Errors are raised as the `tf.errors` class of the status code when TensorFlow is already
 loaded in the process (as the original client did), else as the `seed_rl.grpc.errors` class of the
@@ -22,6 +25,8 @@ from seed_rl.grpc import message_layout
 from seed_rl.grpc import security
 from seed_rl.grpc import service_pb2
 from seed_rl.grpc import wire
+from seed_rl.shm import address as shm_address
+from seed_rl.shm import connection as shm_connection
 
 #: Default cap of one message in either direction (the server uses the same default).
 DEFAULT_MAX_MESSAGE_LENGTH = 128 * 1024 * 1024
@@ -63,6 +68,145 @@ class _Stream:
     self.responses.cancel()
 
 
+class _GrpcTransport:
+  """gRPC's carriage of a client: a channel, Init, and one Call stream opened on first use and
+  again after it broke. `exchange` runs under the client's lock; `interrupt` may run outside it."""
+
+  def __init__(self, server_address: str, timeout: Optional[float], metadata,
+               credentials, channel_options):
+    self._metadata = metadata
+    self._stream: Optional[_Stream] = None
+    if credentials is None:
+      self._channel = grpc.insecure_channel(server_address, options=channel_options)
+    else:
+      self._channel = grpc.secure_channel(server_address, credentials, options=channel_options)
+    try:
+      init = self._channel.unary_unary(
+          _INIT_METHOD, request_serializer=service_pb2.InitRequest.SerializeToString,
+          response_deserializer=service_pb2.InitResponse.FromString)
+      try:
+        self.init_response = init(service_pb2.InitRequest(), timeout=timeout,
+                                  wait_for_ready=True, metadata=metadata)
+      except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+          raise errors.make_error(
+              errors.UNAVAILABLE, f'Server at {server_address} is not reachable: no answer '
+              f'within {timeout} s ({e.details()})') from None
+        raise _rpc_error(e, f'Init of the client of {server_address} failed') from None
+      # Responses arrive as bytes: most are read without parsing (`Client._method`).
+      self._call_fn = self._channel.stream_stream(
+          _CALL_METHOD, request_serializer=None, response_deserializer=None)
+    except BaseException:
+      self._channel.close()
+      raise
+
+  def exchange(self, request: bytes) -> bytes:
+    stream = self._stream
+    if stream is None:
+      stream = self._stream = _Stream(self._call_fn, self._metadata)
+    stream.requests.put(request)
+    try:
+      return next(stream.responses)
+    except grpc.RpcError as e:
+      self._drop_stream(stream)
+      raise _rpc_error(e, _STREAM_CLOSED_MESSAGE) from None
+    except StopIteration:
+      self._drop_stream(stream)
+      raise errors.make_error(errors.UNAVAILABLE, _STREAM_CLOSED_MESSAGE) from None
+
+  def _drop_stream(self, stream: _Stream) -> None:
+    """Forgets a broken stream; the next call opens a new one."""
+    stream.close()
+    if self._stream is stream:
+      self._stream = None
+
+  def interrupt(self) -> None:
+    """Ends the call in flight in another thread, if any (it gets UNAVAILABLE)."""
+    stream = self._stream
+    if stream is not None:
+      stream.close()
+
+  def close(self) -> None:
+    stream, self._stream = self._stream, None
+    if stream is not None:
+      stream.close()
+    self._channel.close()
+
+
+class _ShmTransport:
+  """The shared-memory carriage of a client of 'shm:NAME' (`seed_rl.shm`), for actors on the
+  learner's machine: the same bytes as gRPC's, through a segment shared with the server. A
+  connection that ended is made again on the next call (one attempt, as a gRPC stream is
+  opened again), so that a restarted server is found as over gRPC."""
+
+  def __init__(self, server_address: str, timeout: Optional[float], token: Optional[bytes]):
+    self._address = server_address
+    self._token = token
+    self._connection: Optional[shm_connection.Connection] = self._connect(timeout)
+    self.init_response = _parse_init(self._connection.init_response, server_address)
+
+  def _connect(self, timeout: Optional[float]) -> shm_connection.Connection:
+    try:
+      return shm_connection.Connection(self._address, timeout, self._token)
+    except shm_address.AddressError as e:
+      raise errors.make_error(errors.INVALID_ARGUMENT, str(e)) from None
+    except shm_connection.Unreachable as e:
+      raise errors.make_error(errors.UNAVAILABLE, str(e)) from None
+    except shm_connection.Refused as e:  # As gRPC's refusal of Init reads.
+      raise errors.make_error(
+          e.code, f'{e.message} (Init of the client of {self._address} failed)') from None
+
+  def exchange(self, request: bytes) -> bytes:
+    connection = self._connection
+    if connection is None:
+      connection = self._connection = self._connect(0)
+    try:
+      return connection.exchange(request)
+    except shm_connection.TooLarge as e:
+      raise errors.make_error(errors.RESOURCE_EXHAUSTED, str(e)) from None
+    except shm_connection.Unreachable:
+      self._connection = None
+      connection.close()
+      raise errors.make_error(errors.UNAVAILABLE, _STREAM_CLOSED_MESSAGE) from None
+
+  def interrupt(self) -> None:
+    """Ends the call in flight in another thread, if any (it gets UNAVAILABLE)."""
+    connection = self._connection
+    if connection is not None:
+      connection.interrupt()
+
+  def close(self) -> None:
+    connection, self._connection = self._connection, None
+    if connection is not None:
+      connection.close()
+
+
+def _parse_init(data: bytes, server_address: str) -> service_pb2.InitResponse:
+  try:
+    return service_pb2.InitResponse.FromString(data)
+  except Exception as e:  # pylint: disable=broad-except
+    raise errors.make_error(errors.INTERNAL, f'Cannot parse the InitResponse of '
+                            f'{server_address}: {e or type(e).__name__}') from None
+
+
+def _channel_options(max_message_length: int, tls_server_name: Optional[str],
+                     options: Sequence) -> List[Tuple[str, Any]]:
+  """A client channel's options: the message limits and a fast reconnect, then `options`."""
+  channel_options = {
+      'grpc.max_send_message_length': int(max_message_length),
+      'grpc.max_receive_message_length': int(max_message_length),
+      # An actor started before its learner (or waiting for a restarted one) connects within
+      # about 0.5 s of the learner serving: gRPC's default backoff starts at 1 s and grows to
+      # 2 minutes between attempts. An attempt on a port nobody listens on costs nothing.
+      'grpc.initial_reconnect_backoff_ms': _RECONNECT_BACKOFF_MS,
+      'grpc.max_reconnect_backoff_ms': _RECONNECT_BACKOFF_MS,
+  }
+  if tls_server_name is not None:
+    channel_options['grpc.ssl_target_name_override'] = tls_server_name
+  channel_options.update(dict(options))
+  return list(channel_options.items())
+
+
 class Client:
   """Calls the functions bound on a `Server`: one Python method per bound name.
 
@@ -77,7 +221,9 @@ class Client:
   raises UnavailableError if it is not reachable in time.
 
   Args:
-    server_address: 'host:port', '[::]:port' or 'unix:/path'.
+    server_address: 'host:port', '[::]:port' or 'unix:/path' (gRPC), or 'shm:NAME' (shared
+      memory with a server on this machine: the TLS arguments, `max_message_length` and
+      `options` do not apply; the server's limits do).
     timeout: seconds to wait for the server to come up; None waits forever.
     token: shared secret the server expects (see `security`).
     tls_root_certificates: PEM root CA that signed the server's certificate; enables TLS.
@@ -102,51 +248,23 @@ class Client:
     self._address = server_address
     self._lock = threading.Lock()
     self._closed = False
-    self._stream: Optional[_Stream] = None
-    self._metadata = security.token_metadata(security.check_token(token))
-    channel_options = {
-        'grpc.max_send_message_length': int(max_message_length),
-        'grpc.max_receive_message_length': int(max_message_length),
-        # An actor started before its learner (or waiting for a restarted one) connects within
-        # about 0.5 s of the learner serving: gRPC's default backoff starts at 1 s and grows to
-        # 2 minutes between attempts. An attempt on a port nobody listens on costs nothing.
-        'grpc.initial_reconnect_backoff_ms': _RECONNECT_BACKOFF_MS,
-        'grpc.max_reconnect_backoff_ms': _RECONNECT_BACKOFF_MS,
-    }
-    if tls_server_name is not None:
-      channel_options['grpc.ssl_target_name_override'] = tls_server_name
-    channel_options.update(dict(options))
-    channel_options = list(channel_options.items())
-    credentials = security.channel_credentials(tls_root_certificates, use_tls)
-    if credentials is None:
-      self._channel = grpc.insecure_channel(server_address, options=channel_options)
-    else:
-      self._channel = grpc.secure_channel(server_address, credentials, options=channel_options)
+    token = security.check_token(token)
     try:
-      init = self._channel.unary_unary(
-          _INIT_METHOD, request_serializer=service_pb2.InitRequest.SerializeToString,
-          response_deserializer=service_pb2.InitResponse.FromString)
-      try:
-        response = init(service_pb2.InitRequest(), timeout=timeout, wait_for_ready=True,
-                        metadata=self._metadata)
-      except grpc.RpcError as e:
-        if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-          raise errors.make_error(
-              errors.UNAVAILABLE, f'Server at {server_address} is not reachable: no answer '
-              f'within {timeout} s ({e.details()})') from None
-        raise _rpc_error(e, f'Init of the client of {server_address} failed') from None
-      # Responses arrive as bytes: most are read without parsing (`_method`).
-      self._call_fn = self._channel.stream_stream(
-          _CALL_METHOD, request_serializer=None, response_deserializer=None)
-      self._response_layouts: Dict[Tuple[str, int], message_layout.MessageLayout] = {}
-      self._methods: Dict[str, Tuple[Callable[..., Any], int]] = {
-          sig.name: (codec.make_packer(sig.output_signature),
-                     codec.count_leaves(sig.output_signature))
-          for sig in response.method_output_signature}
+      if shm_address.is_shm_address(server_address):
+        self._transport = _ShmTransport(server_address, timeout, token)
+      else:
+        self._transport = _GrpcTransport(
+            server_address, timeout, security.token_metadata(token),
+            security.channel_credentials(tls_root_certificates, use_tls),
+            _channel_options(max_message_length, tls_server_name, options))
     except BaseException:
       self._closed = True
-      self._channel.close()
       raise
+    self._response_layouts: Dict[Tuple[str, int], message_layout.MessageLayout] = {}
+    self._methods: Dict[str, Tuple[Callable[..., Any], int]] = {
+        sig.name: (codec.make_packer(sig.output_signature),
+                   codec.count_leaves(sig.output_signature))
+        for sig in self._transport.init_response.method_output_signature}
 
   # --- methods ------------------------------------------------------------------------------------
 
@@ -193,22 +311,11 @@ class Client:
   # --- calls --------------------------------------------------------------------------------------
 
   def _exchange(self, request: bytes) -> bytes:
-    """Sends `request` on the stream (opened on first use) and returns the response's bytes."""
+    """Sends `request` (on the stream, opened on first use) and returns the response's bytes."""
     with self._lock:
       if self._closed:
         raise errors.make_error(errors.UNAVAILABLE, 'The client is closed (server closed).')
-      stream = self._stream
-      if stream is None:
-        stream = self._stream = _Stream(self._call_fn, self._metadata)
-      stream.requests.put(request)
-      try:
-        return next(stream.responses)
-      except grpc.RpcError as e:
-        self._drop_stream(stream)
-        raise _rpc_error(e, _STREAM_CLOSED_MESSAGE) from None
-      except StopIteration:
-        self._drop_stream(stream)
-        raise errors.make_error(errors.UNAVAILABLE, _STREAM_CLOSED_MESSAGE) from None
+      return self._transport.exchange(request)
 
   def _read_response(self, name: str, data: bytes, num_outputs: int) -> List[Any]:
     """The outputs in the response `data`, parsed, or the error it carries. Remembers the
@@ -235,29 +342,18 @@ class Client:
       self._response_layouts[(name, len(data))] = layout
     return outputs
 
-  def _drop_stream(self, stream: _Stream) -> None:
-    """Forgets a broken stream; the next call opens a new one."""
-    stream.close()
-    if self._stream is stream:
-      self._stream = None
-
   # --- lifetime -----------------------------------------------------------------------------------
 
   def close(self) -> None:
-    """Closes the stream and the channel; later calls raise UnavailableError, and so does a
-    call in flight in another thread (it holds the lock: its stream is cancelled first).
-    Idempotent."""
-    stream = self._stream
-    if stream is not None:
-      stream.close()
+    """Closes the stream and the channel (or shared-memory connection); later calls raise
+    UnavailableError, and so does a call in flight in another thread (it holds the lock: its
+    stream is ended first). Idempotent."""
+    self._transport.interrupt()
     with self._lock:
       if self._closed:
         return
       self._closed = True
-      stream, self._stream = self._stream, None
-    if stream is not None:
-      stream.close()
-    self._channel.close()
+    self._transport.close()
 
   def __enter__(self) -> 'Client':
     return self
@@ -267,7 +363,7 @@ class Client:
 
   def __del__(self):
     try:
-      if not self.__dict__.get('_closed', True) and '_channel' in self.__dict__:
+      if not self.__dict__.get('_closed', True) and '_transport' in self.__dict__:
         self.close()
     except Exception:  # pylint: disable=broad-except
       pass

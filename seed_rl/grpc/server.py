@@ -1,5 +1,11 @@
 """The central-inference server: serves bound tf.functions over gRPC with server-side batching.
 
+Transports: gRPC (`host:port`, `unix:/path`), and shared memory (`shm:NAME`, `seed_rl.shm`) for
+actors on the learner's machine; one server serves any mix of them. Both carry the same bytes
+(a serialized CallRequest, a serialized CallResponse) into the same path (`_Run._serve`): token,
+limits, batching, per-caller validation, finish and shutdown statuses are the same. A
+shared-memory connection is served like a gRPC stream, by one thread of its own.
+
 Server model: the **synchronous grpcio server** with a pool of daemon threads sized for the number
 of client streams (`max_concurrent_streams`, default 1024), and no other threads. Every actor keeps
 one stream open for its whole life, and a sync server parks one pool thread per open stream, so
@@ -45,13 +51,14 @@ Behaviour follows the original SEED RL op: see `batching` for batching, validati
 """
 
 import dataclasses
+import itertools
 import logging
 import queue
 import sys
 import threading
 import time
 from concurrent import futures
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -65,6 +72,8 @@ from seed_rl.grpc import errors
 from seed_rl.grpc import message_bounds
 from seed_rl.grpc import security
 from seed_rl.grpc import service_pb2
+from seed_rl.shm import address as shm_address
+from seed_rl.shm import listener as shm_listener
 
 #: Cap of one message in a direction where a bound function's messages have no size bound
 #: (strings, dimensions the signature leaves open), unless `max_message_length` is given.
@@ -86,6 +95,8 @@ _LEAVE_POLL_SECONDS = 0.01
 _SPARE_THREADS = 16
 _UNAUTHENTICATED_MESSAGE = ('Missing or wrong seed_rl token: this server serves only the clients '
                             'that present its token')
+
+_GRPC_STATUS = {code.value[0]: code for code in grpc.StatusCode}
 
 _log = logging.getLogger(__name__)
 
@@ -236,9 +247,16 @@ class _Run:
                 self._call, request_deserializer=None, response_serializer=None),
         })])
     self.ports: List[int] = []
+    self._listeners: List[shm_listener.Listener] = []
+    limits = dict(options)
     for address in addresses:
       try:
-        if credentials is None:
+        if shm_address.is_shm_address(address):
+          self._listeners.append(shm_listener.Listener(
+              address, self, limits['grpc.max_receive_message_length'],
+              limits['grpc.max_send_message_length']))
+          port = 0
+        elif credentials is None:
           port = self._server.add_insecure_port(address)
         else:
           port = self._server.add_secure_port(address, credentials)
@@ -246,7 +264,12 @@ class _Run:
         port, reason = 0, str(e)
       else:
         reason = 'port 0 returned'
+        if shm_address.is_shm_address(address):
+          self.ports.append(0)  # No port: the address names a shared-memory listener.
+          continue
       if not port:
+        for listener in self._listeners:
+          listener.stop(0)
         self._server.stop(None)
         self.pool.shutdown(wait=False)
         raise tf.errors.UnavailableError(None, None,
@@ -286,6 +309,8 @@ class _Run:
     else:
       self._fail_pending()
     self._server.stop(_GRACE_SECONDS).wait()
+    for listener in self._listeners:
+      listener.stop(_GRACE_SECONDS)
     self._fail_pending()  # Calls that slipped in while closing must not park a thread forever.
     deadline = time.monotonic() + timeout
     while self._running and time.monotonic() < deadline:
@@ -359,27 +384,72 @@ class _Run:
   def _init(self, data: bytes, context) -> service_pb2.InitResponse:
     """Returns the output signatures; refuses a client that could not open its stream."""
     self._authorize(context)
-    if self.finished:
-      context.abort(grpc.StatusCode.OUT_OF_RANGE, errors.TRAINING_FINISHED)
-    if self._streams >= self._max_streams:
-      self._refused_streams.record(context.peer())
-      context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._streams_message())
+    refusal = self._init_refusal(context.peer())
+    if refusal is not None:
+      context.abort(_GRPC_STATUS[refusal[0]], refusal[1])
     reason = _parse_init_request(data)
     if reason is not None:
       context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'Cannot parse InitRequest: {reason}')
+    return self._init_response()
+
+  def _init_refusal(self, peer: str) -> Optional[Tuple[int, str]]:
+    """The status (code, message) that refuses an authenticated client's Init, if any: after
+    `finish`, or when it could not open its stream."""
+    if self.finished:
+      return errors.OUT_OF_RANGE, errors.TRAINING_FINISHED
+    if self._streams >= self._max_streams:
+      self._refused_streams.record(peer)
+      return errors.RESOURCE_EXHAUSTED, self._streams_message()
+    return None
+
+  def _init_response(self) -> service_pb2.InitResponse:
     return service_pb2.InitResponse(method_output_signature=[
         service_pb2.MethodOutputSignature(name=name, output_signature=m.bound[0].output_structure)
         for name, m in list(self._methods.items())])
 
-  def _open_stream(self, context) -> None:
-    """Counts an authenticated stream, or aborts it with RESOURCE_EXHAUSTED beyond the limit."""
+  # --- shared-memory connections (`seed_rl.shm.listener.Handler`) -------------------------------
+
+  def shm_welcome(self, token: Optional[bytes], peer: str) -> Tuple[int, str, bytes]:
+    """A shared-memory connection's Init, with gRPC's checks: (0, '', InitResponse bytes), or
+    the status of its refusal."""
+    if self._token is not None and not security.has_token(security.token_metadata(token),
+                                                          self._token):
+      self._refused_token.record(peer)
+      return errors.UNAUTHENTICATED, _UNAUTHENTICATED_MESSAGE, b''
+    refusal = self._init_refusal(peer)
+    if refusal is not None:
+      return refusal + (b'',)
+    return errors.OK, '', self._init_response().SerializeToString()
+
+  def shm_serve(self, requests: Iterator[bytes], peer: str,
+                max_response_bytes: int) -> Iterator[bytes]:
+    """The responses to a shared-memory connection, a stream from its first request on (as a
+    gRPC client opens its stream with its first call): beyond the stream limit that request is
+    refused and the connection ends. A response larger than the response area is refused as
+    gRPC refuses one over its send limit."""
+    first = next(requests, None)
+    if first is None:
+      return
+    message = self._admit_stream(peer)
+    if message is not None:
+      yield batching.error_response(errors.RESOURCE_EXHAUSTED, message)
+      return
+    for response in self._serve(itertools.chain((first,), requests), peer):
+      if len(response) > max_response_bytes:
+        response = batching.error_response(
+            errors.RESOURCE_EXHAUSTED, f'Sent message larger than max ({len(response)} vs. '
+            f'{max_response_bytes})')
+      yield response
+
+  def _admit_stream(self, peer: str) -> Optional[str]:
+    """Counts an authenticated stream; beyond the limit, the message of its refusal instead."""
     with self._limits_lock:
       if self._streams < self._max_streams:
         self._streams += 1
-        return
+        return None
       message = self._streams_message()
-    self._refused_streams.record(context.peer())
-    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+    self._refused_streams.record(peer)
+    return message
 
   def _close_stream(self) -> None:
     with self._limits_lock:
@@ -392,12 +462,19 @@ class _Run:
     (counted here, without a call per request: this loop runs for every actor step).
     """
     self._authorize(context)
-    self._open_stream(context)
-    stream = caller.open_stream(context.peer())  # What validators see as `caller.current()`.
+    message = self._admit_stream(context.peer())
+    if message is not None:
+      context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+    yield from self._serve(request_iterator, context.peer())
+
+  def _serve(self, requests: Iterator[bytes], peer: str) -> Iterator[bytes]:
+    """The responses to the requests of one admitted stream (of either transport), in order;
+    the stream is counted until this ends."""
+    stream = caller.open_stream(peer)  # What validators see as `caller.current()`.
     limit = self._max_bytes
     limits_lock = self._limits_lock
     try:
-      for data in request_iterator:
+      for data in requests:
         size = len(data)
         with limits_lock:
           held = self.bytes_in_flight
@@ -405,7 +482,7 @@ class _Run:
           if admitted:
             self.bytes_in_flight = held + size
         if not admitted:
-          yield self._refusal(size, held, context)
+          yield self._refusal(size, held, peer)
           continue
         try:
           response = self._dispatch(data)
@@ -418,11 +495,11 @@ class _Run:
       caller.close_stream(stream)
       self._close_stream()
 
-  def _refusal(self, size: int, held: int, context) -> bytes:
+  def _refusal(self, size: int, held: int, peer: str) -> bytes:
     """The error response to a request of `size` bytes that would pass the limit on bytes in
     flight while `held` bytes are."""
     limit = self._max_bytes
-    self._refused_bytes.record(context.peer())
+    self._refused_bytes.record(peer)
     if size > limit:
       message = (f'Request of {size} bytes refused: it is larger than the server\'s limit on the '
                  f'bytes of requests in flight, {limit} bytes '
@@ -474,8 +551,11 @@ class Server:
     server.shutdown()
 
   Args:
-    server_addresses: list of addresses to listen on: 'host:port', '[::]:port', 'unix:/path'.
-      Port 0 picks a free port (see `ports`).
+    server_addresses: list of addresses to listen on: 'host:port', '[::]:port', 'unix:/path'
+      (gRPC), 'shm:NAME' (shared memory, for clients on this machine; NAME is letters, digits,
+      '_', '-', '.'). Port 0 picks a free port (see `ports`; 0 for a 'shm:' address). The
+      message limits size each shared-memory connection's request and response areas (memory
+      is taken only as it is written).
     max_message_length: cap in bytes on one request and on one response; a larger request is
       refused by gRPC from its length prefix, before its body is buffered: the client gets
       RESOURCE_EXHAUSTED ("Received message larger than max (SIZE vs. LIMIT)") and its stream
@@ -629,8 +709,10 @@ class Server:
         run.finish()
       run.start()
       self._run = run
-    security.warn_if_open(self._addresses, run.ports, self._token is not None,
-                          self._credentials is not None, _log)
+    grpc_ports = [(a, p) for a, p in zip(self._addresses, run.ports)
+                  if not shm_address.is_shm_address(a)]  # Shared memory: this machine only.
+    security.warn_if_open([a for a, _ in grpc_ports], [p for _, p in grpc_ports],
+                          self._token is not None, self._credentials is not None, _log)
 
   def _options(self) -> List[Tuple[str, Any]]:
     """gRPC options of a run: the message limits (see `max_message_length`), a stream window

@@ -62,3 +62,12 @@ def clients():
   yield make
   for client in made:
     client.close()
+
+
+@pytest.fixture(params=['unix', 'shm'])
+def transport_address(request, sock_dir):
+  """The address of a server of each transport: gRPC over a unix socket, and shared memory
+  (`shm:NAME`, a name unique to the test)."""
+  if request.param == 'unix':
+    return f'unix:{sock_dir}/server.sock'
+  return f'shm:{os.path.basename(sock_dir)}'
