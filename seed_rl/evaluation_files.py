@@ -99,9 +99,10 @@ def read_record_file(path: str, remedy: str) -> str:
 def export_again(directory: str) -> str:
   """What to do about the damaged exported policy `directory` (a logdir's `saved_model/`)."""
   flag_file = os.path.join(os.path.dirname(directory.rstrip('/')), run_identity.FLAGS_FILE)
-  return (f'restore {SAVED_MODEL_DIR}/ from a copy, or export it again: start the learner on '
-          f'this logdir (--flagfile={flag_file}) and stop it with Ctrl-C; it resumes from its '
-          f'latest checkpoint and exports {SAVED_MODEL_DIR}/ as it stops.')
+  return (f'restore {SAVED_MODEL_DIR}/ from a copy, or export it again: run the learner on this '
+          f'logdir once more with the flags it trained with ({flag_file}); it restores its latest '
+          f'checkpoint and exports {SAVED_MODEL_DIR}/ (at once when its budget is spent, else '
+          'at its next save or when it is stopped)')
 
 
 def _damaged(path: str, problem: str, directory: str) -> EvaluateError:

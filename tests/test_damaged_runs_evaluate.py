@@ -24,8 +24,8 @@ DATA = 'saved_model/variables/variables.data-00000-of-00001'
 INDEX = 'saved_model/variables/variables.index'
 GRAPH = 'saved_model/saved_model.pb'
 EXPORT_AGAIN = ('so the exported policy is damaged: restore saved_model/ from a copy, or export '
-                'it again: start the learner on this logdir (--flagfile={logdir}/'
-                'learner_flags.txt) and stop it with Ctrl-C')
+                'it again: run the learner on this logdir once more with the flags it trained '
+                'with ({logdir}/learner_flags.txt)')
 INSTEAD_OF_RUNS = ('restore it from a copy, or move it out of the logdir and pass '
                    '--entry_point=MODULE --create_env_fn=MODULE:FUNCTION instead.')
 INSTEAD_OF_FLAGS = ('restore it from a copy, or move it out of the logdir and pass '

@@ -238,15 +238,21 @@ class Checkpointer(object):
                     '%s). Free space on the disk or make the logdir writable.', path,
                     checkpoint_files.first_line(e), self.latest_checkpoint)
       return None
+    if self.export_policy():
+      self._next_save = time.time() + self._period_secs
+    return path
+
+  def export_policy(self) -> bool:
+    """Exports the policy as it is now to `saved_model/`; False (logged) when that fails, the
+    SavedModel there then stays the one of an earlier checkpoint."""
     try:
       self._export_policy()
     except Exception as e:  # pylint: disable=broad-except
       logging.error('Cannot export the policy to %s (%s); the SavedModel there is the one of an '
                     'earlier checkpoint. Free space on the disk or make the logdir writable.',
                     self._export_dir, checkpoint_files.first_line(e))
-      return path
-    self._next_save = time.time() + self._period_secs
-    return path
+      return False
+    return True
 
   def _save_checkpoint(self, path: str) -> None:
     """Writes, verifies and installs checkpoint `path`, then rotates the older ones."""

@@ -227,6 +227,9 @@ class _Learner(object):
           'delete the logdir or raise --total_environment_frames (now %d) to train more.',
           self._frames(self._iteration()), self._iteration(),
           self._checkpointer.latest_checkpoint, int(self._config.total_environment_frames))
+      # Exported again from that checkpoint, so that a lost or damaged `saved_model/` is
+      # mended by running the learner once more.
+      self._checkpointer.export_policy()
       lifecycle.answer_training_finished(self._config, stop_requested)
       return
     minimize = training.create_minimize(self._strategy, self._agent, self._optimizer,

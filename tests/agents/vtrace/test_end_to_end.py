@@ -1,6 +1,7 @@
 """V-trace end to end: a real learner and real actors over gRPC, as separate processes."""
 
 import re
+import shutil
 import signal
 import time
 
@@ -122,7 +123,9 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
     for name, value in final_values.items():
       np.testing.assert_array_equal(values[name], value, err_msg=name)
 
-    # Resumed at its budget, a learner says so and stops at once, without waiting for actors.
+    # Resumed at its budget, a learner says so and stops at once, without waiting for actors,
+    # having exported the policy of its latest checkpoint again (a lost saved_model/ is back).
+    shutil.rmtree(tmp_path / 'logdir' / 'saved_model')
     budget = final_iteration * frames_per_iteration
     fourth = processes.start('learner_4', GYM_MAIN, flags + [
         '--run_mode=learner', f'--total_environment_frames={budget}'])
@@ -131,6 +134,7 @@ def test_learner_restart_restores_checkpoint_and_actors_reconnect(tmp_path):
             f'{final_iteration}, checkpoint {final_path}); delete the logdir or raise '
             f'--total_environment_frames (now {budget}) to train more.') in fourth.log()
     assert tf.train.latest_checkpoint(str(tmp_path / 'logdir')) == final_path
+    assert (tmp_path / 'logdir' / 'saved_model' / 'saved_model.pb').is_file()
 
 
 @pytest.mark.timeout(600)
