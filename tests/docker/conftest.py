@@ -5,7 +5,9 @@ installs docker.io with apt and starts dockerd where needed, and stops a dockerd
 end of the session) or uses an engine that already serves. It skips, with the reason, where
 none can be had (not root and no engine serving, or no apt-get to install one), or where
 SEED_RL_SKIP_DOCKER=1. `atari_image` builds seed_rl:atari with docker/build.sh; the layer cache
-of the engine makes that seconds once the image was built on this machine.
+of the engine makes that seconds once the image was built on this machine. Making the engine,
+base and image takes minutes on a fresh machine: their own timeouts bound it, and the tests'
+limits count only the tests' calls (func_only).
 """
 
 import dataclasses

@@ -64,7 +64,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float, message: Callable[[
     time.sleep(1)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(600, func_only=True)
 def test_learner_and_two_actor_containers_survive_an_actor_kill_and_a_learner_restart(
     atari_image, tmp_path):  # pylint: disable=unused-argument
   if shutil.which('openssl') is None:

@@ -24,7 +24,7 @@ CONTEXT_ENTRIES = {'README.md', 'docker', 'gcp', 'run_local.sh', 'scripts', 'see
                    'setup.py', 'stop_local.sh'}
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(300, func_only=True)
 def test_the_build_context_holds_only_what_the_images_copy(engine):  # pylint: disable=unused-argument
   """With the classic builder too: no .venv, .git, caches or egg-info reach the engine."""
   tag = f'seed_rl_test/context:{uuid.uuid4().hex[:8]}'
@@ -44,7 +44,7 @@ def test_the_build_context_holds_only_what_the_images_copy(engine):  # pylint: d
   assert not unwanted, unwanted[:10]
 
 
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(600, func_only=True)
 def test_the_atari_image_builds_and_a_rebuild_reuses_its_layers(atari_image):
   start = time.monotonic()
   result = subprocess.run([str(ROOT / 'docker' / 'build.sh'), 'gym'], capture_output=True,
@@ -66,7 +66,7 @@ def _learner_log(logdir: pathlib.Path) -> str:
   return path.read_text(errors='replace') if path.exists() else ''
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, func_only=True)
 def test_run_local_docker_learns_cartpole_and_stop_local_stops_it(atari_image, tmp_path):  # pylint: disable=unused-argument
   """./run_local.sh --docker gym vtrace 2 8: a mean return of 475 over 20 episodes within 500k
   frames (the host's own run does the same), the logdir on the host, stopped by
