@@ -4,6 +4,8 @@ area's limit. Real TensorFlow server, real sockets and segments."""
 
 import concurrent.futures
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -95,3 +97,12 @@ def test_a_client_waits_for_the_server_and_times_out_clearly(address):
   with pytest.raises(tf.errors.UnavailableError,
                      match=r'Server at shm:.* is not reachable: no answer within 0.3 s'):
     grpc.Client(address, timeout=0.3)
+
+
+def test_the_transport_needs_only_the_standard_library():
+  code = ('import sys; import seed_rl.shm.connection, seed_rl.shm.listener; '
+          'print(sorted(m for m in ("grpc", "tensorflow", "numpy", "google.protobuf") '
+          'if m in sys.modules))')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60, check=True)
+  assert result.stdout.strip() == '[]'
