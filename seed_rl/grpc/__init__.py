@@ -4,6 +4,9 @@
     server = grpc.Server(['[::]:8686']); server.bind(inference); server.start()
     client = grpc.Client('localhost:8686'); action = client.inference(...)
 
+Actors on the learner's machine may use shared memory instead of gRPC: the address `shm:NAME`
+(in `Server([...])` beside gRPC addresses, and in `Client('shm:NAME')`) picks `seed_rl.shm`.
+
 `Server` is imported lazily (module `__getattr__`), so `from seed_rl import grpc` followed by
 `grpc.Client(...)` never imports TensorFlow. Inside this package, `import grpc` is grpcio.
 """
