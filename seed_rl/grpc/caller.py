@@ -18,7 +18,8 @@ _local = threading.local()
 
 class Stream(object):
   """One client stream (one actor connection): a process-unique `id`, the client's `peer`
-  address as gRPC gives it, and whether it has `closed`."""
+  address (as gRPC gives it; 'shm:NAME:pid=PID' for a shared-memory connection), and whether
+  it has `closed`."""
 
   __slots__ = ('id', 'peer', 'closed')
 
