@@ -98,36 +98,38 @@ def _wait_until(condition, timeout=30.):
 
 def test_a_client_killed_while_waiting_for_its_batch_leaves_nothing_behind(servers, clients,
                                                                           address, procs):
-  before = _dev_shm()
+  before, earlier = _dev_shm(), _memfd_segments()  # Earlier tests' segments may still close.
   server = servers([address])
   server.bind(plus)
   server.start()
   client = _python(procs, 'client', _CLIENT, address)
   _wait_until(lambda: server.pending_batches())  # Its row waits for a second one.
-  assert len(_memfd_segments()) == 1  # The server maps the client's segment.
+  assert len(_memfd_segments() - earlier) == 1  # The server maps the client's segment.
   client.popen.send_signal(signal.SIGKILL)
   client.popen.wait(30)
   # The batch still runs with the dead caller's row; the other caller gets its own answer.
   other = clients(address)
   assert other.plus(np.int32(5)) == 6
   _wait_until(lambda: server._run._streams == 1)  # pylint: disable=protected-access
-  assert len(_memfd_segments()) == 1  # The other client's segment only (both sides map it).
+  # The other client's segment only (both sides map it).
+  assert len(_memfd_segments() - earlier) == 1
   assert other.plus(np.array([1, 2], np.int32)).tolist() == [2, 3]
   other.close()
-  _wait_until(lambda: not _memfd_segments())
+  _wait_until(lambda: not _memfd_segments() - earlier)
   assert server.wait_for_clients_to_leave(10)
   assert _dev_shm() == before
 
 
 def test_a_client_killed_while_writing_its_request_sends_nothing(servers, clients, address,
                                                                  procs):
+  earlier = _memfd_segments()
   server = servers([address])
   server.bind(plus)
   server.start()
   writer = _python(procs, 'writer', _HALF_WRITER, address)
   writer.wait_for('written', 60)
   writer.popen.wait(30)
-  _wait_until(lambda: not _memfd_segments())  # Its connection ended.
+  _wait_until(lambda: not _memfd_segments() - earlier)  # Its connection ended.
   assert not server.pending_batches()  # No row of it joined a batch.
   assert server._run._streams == 0  # pylint: disable=protected-access
   assert clients(address).plus(np.array([1, 2], np.int32)).tolist() == [2, 3]
@@ -135,7 +137,7 @@ def test_a_client_killed_while_writing_its_request_sends_nothing(servers, client
 
 def test_a_server_killed_mid_call_leaves_nothing_behind_and_a_new_one_takes_its_name(
     clients, address, procs):
-  before = _dev_shm()
+  before, earlier = _dev_shm(), _memfd_segments()
   server = _python(procs, 'server', _SERVER, address)
   server.wait_for('serving', 60)
   client = clients(address)
@@ -148,7 +150,7 @@ def test_a_server_killed_mid_call_leaves_nothing_behind_and_a_new_one_takes_its_
     server.popen.wait(30)
     with pytest.raises(tf.errors.UnavailableError):
       waiting.result(10)
-  assert not _memfd_segments()  # The client let go of the segment.
+  assert not _memfd_segments() - earlier  # The client let go of the segment.
   assert _dev_shm() == before
   # The socket file the dead server left is taken over by a new server of the same name, and
   # the client reconnects on its next call.
