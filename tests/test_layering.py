@@ -1,4 +1,5 @@
-"""The package's layering holds: grpc -> common -> agents -> environments -> tools, no loops.
+"""The package's layering holds: shm -> grpc -> common -> agents -> environments -> tools, no
+loops.
 
 A module may import seed_rl modules of its own layer or of a lower one only; the flag modules
 of the agents are the way environments' entry points reach the agents. The tools are the
@@ -11,7 +12,7 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'seed_rl'
-LAYERS = ['grpc', 'common', 'agents', 'environments']
+LAYERS = ['shm', 'grpc', 'common', 'agents', 'environments']
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -36,6 +36,7 @@ from seed_rl.common import env_wrappers
 from seed_rl.common.structures import EnvOutput
 from seed_rl.grpc import errors
 from seed_rl.grpc import security
+from seed_rl.shm import address as shm_address
 
 FLAGS = flags.FLAGS
 
@@ -94,10 +95,16 @@ def check_server_address(address: str) -> None:
     if len(address) == len('unix:'):
       raise FatalActorError(f'--server_address={address!r} names no socket path.')
     return
+  if address.startswith(shm_address.PREFIX):
+    try:
+      shm_address.check_name(address)
+    except shm_address.AddressError as e:
+      raise FatalActorError(f'--server_address: {e}') from None
+    return
   host, separator, port = address.rpartition(':')
   if not (separator and host and port.isdigit() and 0 < int(port) < 65536):
-    raise FatalActorError(f'--server_address={address!r} is not host:port, [host]:port or '
-                          'unix:/path.')
+    raise FatalActorError(f'--server_address={address!r} is not host:port, [host]:port, '
+                          'unix:/path or shm:NAME.')
   try:
     socket.getaddrinfo(host.strip('[]'), int(port))
   except socket.gaierror as e:

@@ -10,7 +10,8 @@ flags.DEFINE_string('logdir', '/tmp/agent', 'TensorFlow log and checkpoint direc
 flags.DEFINE_alias('job-dir', 'logdir')
 flags.DEFINE_string('server_address', 'localhost:8686',
                     'Address of the learner: the learner listens on it, actors connect to '
-                    'it. host:port, [::]:port or unix:/path.')
+                    'it. host:port, [::]:port, unix:/path, or shm:NAME (shared memory, for '
+                    'actors on the learner\'s machine).')
 flags.DEFINE_enum('run_mode', None, ['learner', 'actor'],
                   'Whether this process is the learner or an actor.')
 flags.DEFINE_integer('num_eval_envs', 0,

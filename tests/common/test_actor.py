@@ -309,3 +309,13 @@ def test_a_call_refused_while_the_server_holds_its_bytes_in_flight_is_sent_again
     server.shutdown()
   line, = [line for line in warnings if 'of actor 1' in line]
   assert 'refused 1 call(s) of actor 1 for now' in line and 'retry later' in line, line
+
+
+@pytest.mark.parametrize('address,accepted', [('shm:learner', True), ('shm:a/b', False),
+                                              ('shm:', False)])
+def test_shared_memory_addresses_are_checked_by_name(address, accepted):
+  if accepted:
+    actor.check_server_address(address)
+  else:
+    with pytest.raises(actor.FatalActorError, match='not a shared-memory address'):
+      actor.check_server_address(address)

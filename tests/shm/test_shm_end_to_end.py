@@ -6,23 +6,12 @@ import os
 
 import pytest
 
-from seed_rl.common import actor
 from tests.processes import Processes
 
 GYM_MAIN = 'seed_rl.environments.gym.vtrace_main'
 TF_FREE_ACTOR = 'tests.agents.vtrace.tf_free_actor'
 
 
-def _actor_accepts_shm() -> bool:
-  try:
-    actor.check_server_address('shm:x')
-  except actor.FatalActorError:
-    return False
-  return True
-
-
-@pytest.mark.xfail(not _actor_accepts_shm(), strict=True,
-                   reason='seed_rl.common.actor.check_server_address refuses shm:NAME')
 @pytest.mark.timeout(240)
 def test_learner_and_actors_train_over_shared_memory_to_the_end(tmp_path):
   values = dict(server_address=f'shm:e2e{os.getpid()}', logdir=tmp_path / 'logdir', num_envs=8,
