@@ -255,8 +255,8 @@ class _Batch:
   """Preallocated input buffers of one batch and the callers that filled it.
 
   A batch that has run is used again for a later one when nothing but the batch refers to its
-  buffers (`reusable`): making the buffers of a batch of the actor call's 8 arrays costs about
-  7 µs, a quarter of the server's Python per request with 4 callers per batch.
+  buffers (`reusable`): making the buffers of a batch is a large share of the server's Python
+  per request (docs/performance.md, The RPC layer).
   """
 
   __slots__ = ('buffers', 'byte_views', 'callers', 'filled', 'since', '_refcounts')

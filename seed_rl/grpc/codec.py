@@ -68,7 +68,7 @@ _ALL_NAMES = {code: name for name, code in service_pb2.DataType.items()}
 def add_bfloat16(import_if_missing: bool = True) -> bool:
   """Adds bfloat16 (numpy's from `ml_dtypes`) to the dtype tables; whether it is there now.
 
-  Importing ml_dtypes takes about 0.6 s and 8 MB, so a TensorFlow-free actor does it only when
+  Importing ml_dtypes costs start-up time and memory, so a TensorFlow-free actor does it only when
   it meets a bfloat16 value: this module adds it when it is first asked to encode or decode one,
   or at import when ml_dtypes is already loaded (as it is with TensorFlow); the server's binding
   adds it for the functions it binds. With `import_if_missing=False` it is added only if

@@ -4,11 +4,11 @@ Both per-step messages repeat themselves but for their values: an actor sends th
 every step (the same function, tensors of the same dtypes and shapes) and gets the same response
 back; and both sides write them the same way (`wire`, like protobuf's own serializer, writes each
 field's header and then its bytes). Parsing a message and reading its tensors' dtypes and shapes
-again costs the server about 7 µs of Python per request and the client about 2 µs per
-response, at a point where each µs delays the next step several times over. A `MessageLayout`,
-learnt from one parsed message, knows where the headers and contents lie: a message of the same
-length whose header bytes are equal at the same offsets is the same message but for its
-contents, which it returns as arrays on the bytes (about 1 µs).
+again costs the server and the client Python on every message, at a point where each µs delays
+the next step several times over (docs/performance.md, The RPC layer). A `MessageLayout`, learnt
+from one parsed message, knows where the headers and contents lie: a message of the same length
+whose header bytes are equal at the same offsets is the same message but for its contents, which
+it returns as arrays on the bytes, for a fraction of the cost.
 
 Why equal headers suffice: the headers and contents tile the whole message, and every content
 lies inside a length-delimited field whose length is in the header before it; so a message that
