@@ -5,7 +5,7 @@ from absl import app
 from absl import flags
 
 from bench import atari_networks
-from bench import ceiling
+from bench import ceiling_mode
 from seed_rl.environments.atari import env
 from seed_rl.environments.atari import r2d2_main
 
@@ -27,9 +27,9 @@ def create_agent(env_output_specs, num_actions):
 
 
 def main(argv):
-  ceiling.run_or_measure(argv, FLAGS.measure_ceiling_secs, env.create_environment,
-                         'seed_rl.agents.r2d2.learner', 'R2D2Agent', create_agent,
-                         r2d2_main.create_optimizer, FLAGS)
+  ceiling_mode.run_or_measure(argv, FLAGS.measure_ceiling_secs, env.create_environment,
+                              'seed_rl.agents.r2d2.learner', 'R2D2Agent', create_agent,
+                              r2d2_main.create_optimizer, FLAGS)
 
 
 if __name__ == '__main__':

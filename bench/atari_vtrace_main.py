@@ -1,5 +1,5 @@
 r"""Atari V-trace with the network of `--network` (`bench.atari_networks`): learner or actor by
---run_mode, or with `--measure_ceiling_secs` the compute-only ceiling (`bench.ceiling`).
+--run_mode, or with `--measure_ceiling_secs` the compute-only ceiling (`bench.ceiling_mode`).
 
   python -m bench.atari_vtrace_main --network=nature --run_mode=learner --game=Pong
   python -m bench.atari_vtrace_main --network=nature --measure_ceiling_secs=5 --num_envs=2
@@ -11,7 +11,7 @@ from absl import app
 from absl import flags
 
 from bench import atari_networks
-from bench import ceiling
+from bench import ceiling_mode
 from seed_rl.environments.atari import env
 from seed_rl.environments.atari import vtrace_main
 
@@ -35,9 +35,9 @@ def create_agent(action_space, observation_space, parametric_action_distribution
 
 
 def main(argv):
-  ceiling.run_or_measure(argv, FLAGS.measure_ceiling_secs, env.create_environment,
-                         'seed_rl.agents.vtrace.learner', 'VTraceAgent', create_agent,
-                         vtrace_main.create_optimizer, FLAGS)
+  ceiling_mode.run_or_measure(argv, FLAGS.measure_ceiling_secs, env.create_environment,
+                              'seed_rl.agents.vtrace.learner', 'VTraceAgent', create_agent,
+                              vtrace_main.create_optimizer, FLAGS)
 
 
 if __name__ == '__main__':

@@ -20,15 +20,13 @@ The ceiling of a run is the better of that and the frames/s of the two at once. 
 frames/s divided by it is the share of the network-compute bound that the pipeline reaches on
 the machine; the rest is environments, RPC and bookkeeping competing for the same CPUs. The
 bench's Atari entry points (`bench/atari_*_main.py`) measure it with `--measure_ceiling_secs`
-and print one line (`LINE_PREFIX` and JSON) that `parse_line` reads.
+(`bench.ceiling_mode`) and print one line (`format_line`) that `parse_line` reads.
 
-This module imports no TensorFlow (actors import the entry points too).
+This module is the arithmetic and the report line only; it imports no TensorFlow.
 """
 
-import importlib
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, Optional
+from typing import Optional
 
 LINE_PREFIX = 'compute ceiling: '
 
@@ -95,39 +93,12 @@ def cpu_time_frames_per_sec(cores: float, compute_frames_per_sec: float,
   return min(compute_frames_per_sec, cores / cpu_secs_per_frame)
 
 
+def format_line(measurement: dict) -> str:
+  """The one line (`LINE_PREFIX` and JSON) by which a process reports `measurement`."""
+  return LINE_PREFIX + json.dumps(measurement)
+
+
 def parse_line(text: str) -> Optional[dict]:
   """The measurement of the last `LINE_PREFIX` line of `text` (a process's output), or None."""
   lines = [line for line in text.splitlines() if line.startswith(LINE_PREFIX)]
   return json.loads(lines[-1][len(LINE_PREFIX):]) if lines else None
-
-
-def run_or_measure(argv: Sequence[str], measure_secs: float,
-                   create_env_fn: Callable[[int, Any], Any], learner_module: str,
-                   agent_class: str, create_agent_fn: Callable[..., Any],
-                   create_optimizer_fn: Callable[[int], Any], config: Any) -> None:
-  """What a bench entry point's `main` does: without `measure_secs` (0) the usual learner or
-  actor (`entry_point.run`); with it, no pipeline: time the agent's network for `measure_secs`
-  per part (inference, training, both at once) and print the `LINE_PREFIX` line.
-
-  Args:
-    argv: the arguments left by absl (only the program name is allowed).
-    measure_secs: seconds of each timed part; 0: run.
-    create_env_fn, learner_module, create_agent_fn, create_optimizer_fn: as `entry_point.run`.
-    agent_class: the name of the `LearnerAgent` class of `learner_module` (e.g. 'VTraceAgent'),
-      created on `create_agent_fn` and `config` in measuring mode only.
-    config: the learner's flags (absl `FLAGS`).
-  """
-  # pylint: disable=g-import-not-at-top
-  from absl import app
-  from seed_rl.common import entry_point
-  # pylint: enable=g-import-not-at-top
-  if measure_secs <= 0:
-    entry_point.run(argv, create_env_fn, learner_module, create_agent_fn, create_optimizer_fn)
-    return
-  if len(argv) > 1:
-    raise app.UsageError(f'Too many command-line arguments: {list(argv[1:])}')
-  from bench import ceiling_measurement  # pylint: disable=g-import-not-at-top
-  agent = getattr(importlib.import_module(learner_module), agent_class)(create_agent_fn, config)
-  result = ceiling_measurement.measure(agent, create_env_fn, create_optimizer_fn, config,
-                                       measure_secs)
-  print(LINE_PREFIX + json.dumps(result), flush=True)

@@ -56,6 +56,8 @@ def test_parse_line_reads_the_last_measurement():
           ceiling.LINE_PREFIX + '{"frames_per_sec": 2.5}\nmore noise\n')
   assert ceiling.parse_line(text) == {'frames_per_sec': 2.5}
   assert ceiling.parse_line('no measurement\n') is None
+  assert ceiling.parse_line('noise\n' + ceiling.format_line({'frames_per_sec': 3.5}) + '\n') == {
+      'frames_per_sec': 3.5}
 
 
 def test_command_line_and_entry_points():
