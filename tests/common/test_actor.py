@@ -70,17 +70,39 @@ def test_an_invalid_action_stops_the_actor_naming_the_environment(tmp_path):
     server.shutdown()
 
 
+class _RecordingEnv(gymnasium.Wrapper):
+  """A real CartPole that records the actions it is stepped with into `actions`."""
+
+  def __init__(self, actions: list):
+    super().__init__(gymnasium.make('CartPole-v1'))
+    self._actions = actions
+
+  def step(self, action):
+    self._actions.append(int(action))
+    return self.env.step(action)
+
+
 def test_valid_actions_run_the_requested_steps(tmp_path):
+  calls = []  # The env ids of each inference call the learner received.
+
+  def record(env_ids):
+    calls.append(env_ids.numpy().tolist())
+    return 0
 
   @tf.function(input_signature=_signature(2))
-  def inference(unused_env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+  def inference(env_ids, unused_run_ids, unused_env_outputs, unused_raw_rewards):
+    tf.py_function(record, [env_ids], tf.int32)
     return tf.constant([0, 1], tf.int64)
 
+  actions = {0: [], 1: []}  # Env id -> the actions its env was stepped with.
   server = _serve(tmp_path, inference)
   try:
-    actor.actor_loop(_cartpole, _config(tmp_path), max_steps=5)
+    actor.actor_loop(lambda env_id, config: _RecordingEnv(actions[env_id]), _config(tmp_path),
+                     max_steps=5)
   finally:
     server.shutdown()
+  assert calls == [[0, 1]] * 5
+  assert actions == {0: [0] * 5, 1: [1] * 5}
 
 
 def test_a_time_limit_reaches_the_learner_as_abandoned_and_a_terminal_state_does_not(tmp_path):

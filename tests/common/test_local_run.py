@@ -103,8 +103,13 @@ def test_a_reused_pid_is_not_the_owner(tmp_path, owners):
   start = local_run.read_record(taken['lock'])['owner_start']
   (tmp_path / 'logdir' / 'run_local.lock').write_text(
       text.replace(f'owner_start={start}', 'owner_start=1'))
-  _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(),
-           tensorboard_port='none')
+  assert owner.poll() is None  # The pid is alive, but it started later than the lock says.
+  second = owners()
+  retaken = _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', second,
+                     tensorboard_port='none')
+  lock = local_run.read_record(retaken['lock'])
+  assert lock['owner_pid'] == str(second.pid) and lock['run_id'] == retaken['run_id']
+  assert retaken['run_id'] != taken['run_id']
 
 
 @pytest.mark.timeout(30)

@@ -499,13 +499,19 @@ def test_client_survives_server_restart(servers, clients, unix_address):
 
 
 @pytest.mark.timeout(60)
-def test_shutdown_is_idempotent(servers, unix_address):
+def test_shutdown_is_idempotent(servers, clients, unix_address):
   server = servers([unix_address])
-  server.shutdown()
+  server.shutdown()  # Not started yet: nothing to stop, and the server stays usable.
   server.bind(foo)
   server.start()
+  client = clients(unix_address)
+  assert client.foo(1) == 2
   server.shutdown()
-  server.shutdown()
+  server.shutdown()  # Already stopped: nothing more happens.
+  with pytest.raises(tf.errors.UnavailableError):
+    client.foo(1)
+  server.start()  # The repeated shutdown left a server that starts again with its bindings.
+  assert client.foo(1) == 2
 
 
 @pytest.mark.timeout(60)

@@ -50,8 +50,17 @@ class _Wrapper(tf.Module):
 @pytest.mark.timeout(60)
 def test_log_is_a_no_op_without_a_dict():
   module = _Logger()
+  attributes = dict(vars(module))
   module(tf.zeros((20, 10)))
-  module.log('not_a_tensor', 3.)  # Not even checked.
+  module(tf.zeros((20, 10)))  # The same key twice: no "already exists".
+  module.log('not_a_tensor', 3.)  # Not checked: nothing is recorded.
+  assert vars(module) == attributes
+  logs = {}
+  module.set_logging_dict(logs)
+  assert logs == {}  # Nothing was kept for a dict installed later.
+  with pytest.raises(ValueError, match='needs to be a Tensor'):
+    module.log('not_a_tensor', 3.)  # With a dict the same call is checked.
+  module.unset_logging_dict()
 
 
 @pytest.mark.timeout(60)
