@@ -54,9 +54,9 @@ def shared_cores_frames_per_sec(compute_frames_per_sec: float,
   steps, one after the other: each frame costs its share of both.
 
   The bound a pipeline whose actors share the learner's cores can reach, if the ceiling and the
-  raw env rate were each measured filling the machine (actors at least as many as cores): a
-  2-core machine whose envs alone step at 37,000 frames/s and whose network alone allows 14,500
-  cannot pass 10,400. Where the actors have cores of their own the pipeline can exceed it.
+  raw env rate were each measured filling the machine (actors at least as many as cores): e.g.
+  envs that alone step at 30,000 frames/s and a network that alone allows 15,000 leave at most
+  10,000. Where the actors have cores of their own the pipeline can exceed it.
 
   Raises:
     ValueError: a rate is not positive.

@@ -88,8 +88,8 @@ def _inference_call(agent: agent_lib.LearnerAgent, specs: inference.Specs, rows:
                     device: str) -> Callable[[], Any]:
   """One inference batch of `rows` rows: the agent's policy and exploration, called the way the
   learner's server calls its inference function (`binding`: the traced function run directly
-  on host arrays, without `tf.function`'s Python wrapper, which would add a few hundred µs per
-  call that the pipeline does not pay), outputs to host."""
+  on host arrays, without `tf.function`'s Python wrapper, whose per-call cost the pipeline does
+  not pay), outputs to host."""
   inputs = (tf.range(rows), *synthetic_batch((specs.action, specs.env_output), rows),
             agent.initial_state(rows))
   signature = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), inputs)

@@ -20,11 +20,9 @@ caches are cold).
   .venv/bin/python bench/grpc_throughput.py --clients 1,4,8 --env_batch_sizes 1,16 --seconds 2 \
       --repeats 3
 
-Targets on the project's 2-core machine: env_batch_size 1: seed_rl >= 0.8 x (raw+fn) (0.8 x raw
-cannot be reached here: raw+fn itself is about 0.5 x raw at K = 1, see docs/performance.md);
-env_batch_size 16: >= 20,000 env-steps/s. Clients and server share the same cores of a shared
-VM, so figures are noisy (±30 %); each (K, env_batch_size) point runs the phases back to back,
-alternating `--repeats` times, and reports the medians.
+docs/performance.md (The RPC layer) has the targets and what they reach. Clients and server
+share the same cores, so figures vary between runs; each (K, env_batch_size) point runs the
+phases back to back, alternating `--repeats` times, and reports the medians.
 """
 
 import argparse

@@ -13,8 +13,8 @@ windowed mean returns against frames, and the frames and wall time to the target
 The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
 `stack_size` frames, stacked inside the network (the actors send single frames), the memory
 Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso (V-trace).
-The entry point's ImpalaDeep trains at about 150 frames/s on 2 CPU cores, this one at several
-thousand.
+It is much smaller than the entry point's ImpalaDeep, so a CPU machine runs it faster
+(docs/performance.md, Speed of the quick-start commands, has both).
 
 Its kernels start orthogonal (gain sqrt(2) in the torso, 0.01 for the policy logits, 1 for the
 value) as PPO's Atari agents' do: with Keras's default (`--initialization glorot`) the frames'
@@ -140,8 +140,8 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--game', default='Pong')
   parser.add_argument('--frame_budget', type=float, default=1e7)
   parser.add_argument('--max_minutes', type=float, default=120,
-                      help='A limit in wall time (PPO uses 10M frames in about 100 minutes on 2 '
-                           'cores).')
+                      help='A limit in wall time (docs/tuning.md, Atari, has how long each agent '
+                           'takes).')
   parser.add_argument('--target', type=float, default=15.)
   parser.add_argument('--window', type=int, default=20)
   parser.add_argument('--num_actors', type=int, default=2)

@@ -12,7 +12,8 @@ time, and the curve of windowed mean returns.
 
 `--network gfootball` (the default) is the full SEED GFootball network (four ResNet stacks);
 `--network small` is a two-layer conv net on the same unpacked SMM planes, for when the full
-network, not the environment, bounds the frames/s (on 2 CPU cores it about doubles them).
+network, not the environment, bounds the frames/s (docs/tuning.md, Google Research Football, has
+the speed of each).
 
 The same file is also the entry point of the processes it starts: run with `--run_mode` it is
 `seed_rl.environments.football.vtrace_main` with the network chosen by the

@@ -24,8 +24,9 @@ def initialize(initialization: str, torso_layers: Sequence[tf.keras.layers.Layer
 
   'orthogonal': orthogonal kernels with gain sqrt(2) in the ReLU torso, 0.01 for the policy
   logits (a near-uniform first policy) and 1 for the value, as PPO's Atari agents start (the
-  frames' state-dependent part then reaches the torso's output about 9 times larger than with
-  Keras's default); 'glorot': Keras's default (Glorot uniform) everywhere.
+  frames' state-dependent part then reaches the torso's output much larger than with Keras's
+  default: docs/tuning.md, Why the kernels start orthogonal); 'glorot': Keras's default (Glorot
+  uniform) everywhere.
   """
   if initialization not in INITIALIZATIONS:
     raise ValueError(f'initialization must be one of {INITIALIZATIONS}, got {initialization!r}')

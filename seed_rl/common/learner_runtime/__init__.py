@@ -5,8 +5,9 @@ An agent subclasses `LearnerAgent` (its networks, policy, loss and training step
 
 The agent's functions run under AutoGraph (Python `if`/`for` on tensors work in them), and so do
 the runtime's functions that call them. The graph-building helpers of `seed_rl.common` that call
-no agent code are marked `tf.autograph.experimental.do_not_convert`: converting them cost about
-2 s of a 10 s learner start. Such a helper writes tensor conditions as `tf.cond`.
+no agent code are marked `tf.autograph.experimental.do_not_convert`: converting them would
+lengthen every learner's start (docs/performance.md, Learner start-up). Such a helper writes
+tensor conditions as `tf.cond`.
 """
 
 from seed_rl.common.learner_runtime.agent import LearnerAgent

@@ -1,7 +1,8 @@
 """The DeepMind Lab agent: the deep IMPALA network (`ImpalaDeep`).
 
 DMLab and Atari share one network, defined once in `seed_rl.agents.vtrace.networks`; this
-module exposes it under the original's module name (`seed_rl.dmlab.networks.ImpalaDeep`).
+module keeps the original's module and class name for it (`dmlab/networks.py`'s `ImpalaDeep`,
+here `seed_rl.environments.dmlab.networks.ImpalaDeep`).
 It imports TensorFlow: only the learner imports it.
 """
 
