@@ -20,8 +20,8 @@ from seed_rl.agents.policy_gradient.modules import continuous_control_agent
 from seed_rl.agents.policy_gradient.modules import input_normalization
 from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.agents.policy_gradient.modules import policy_regularizers
-from seed_rl.agents.policy_gradient.modules import popart
-from seed_rl.agents.policy_gradient.modules import running_statistics
+from seed_rl.common import popart
+from seed_rl.common import running_statistics
 # pylint: enable=unused-import
 from seed_rl.common import optimizers
 

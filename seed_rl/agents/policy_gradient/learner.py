@@ -5,7 +5,7 @@ whose variables (weights and observation statistics) are copied to the inference
 every training step. The unroll queue holds exactly one training step's unrolls and, with
 `block_inference_on_training`, inference waits while a step trains: each batch is acted by the
 weights of the previous step (on-policy). A step trains `epochs_per_step` epochs of
-`batches_per_step` minibatch steps of a `GeneralizedOnPolicyLoss` (`ppo_training_step_utils`).
+`batches_per_step` minibatch steps of a `GeneralizedOnPolicyLoss` (`seed_rl.common.minibatches`).
 Evaluation environments (the `num_eval_envs` highest ids) act with the distribution's mode.
 """
 
@@ -19,9 +19,9 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient import learner_flags
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
-from seed_rl.agents.policy_gradient.modules import logging_module
-from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils
 from seed_rl.common import learner_runtime
+from seed_rl.common import logging_module
+from seed_rl.common import minibatches
 from seed_rl.common import parametric_distribution
 from seed_rl.common import specs as specs_lib
 
@@ -67,7 +67,7 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
 
   def minimize_batch_size(self) -> int:
     config = self.training_config
-    if config.batch_mode in ppo_training_step_utils.SPLIT_MODES:
+    if config.batch_mode in minibatches.SPLIT_MODES:
       return config.batch_size * config.unroll_length
     return config.batch_size
 
@@ -119,7 +119,7 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
 
   @tf.function
   def _compute_advantages(self, unrolls):
-    return ppo_training_step_utils.unroll_advantages(self.loss_fn, unrolls)
+    return minibatches.unroll_advantages(self.loss_fn, unrolls)
 
   @tf.function
   def _end_of_step(self, unrolls) -> None:
@@ -136,14 +136,14 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
     unrolls = self.unroll_queue.dequeue_many(config.virtual_batch_size)
     with (self.inference_gate.closed() if self.inference_gate is not None
           else contextlib.nullcontext()):
-      ppo_training_step_utils.train_epochs(
+      minibatches.train_epochs(
           config.epochs_per_step, unrolls, config.batch_mode, minimize, config.batches_per_step,
           compute_advantages=self._compute_advantages)
       self._end_of_step(unrolls)
 
   def compute_loss(self, batch):
     with logging_module.LoggingTape(self.loss_fn) as logs:
-      loss = ppo_training_step_utils.minibatch_loss(self.loss_fn, batch)
+      loss = minibatches.minibatch_loss(self.loss_fn, batch)
     return loss, dict(logs, loss=loss)
 
 

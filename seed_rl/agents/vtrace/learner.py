@@ -16,12 +16,12 @@ from typing import Any, Callable
 from absl import flags
 import tensorflow as tf
 
-from seed_rl.agents.policy_gradient.modules import popart
-from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils
-from seed_rl.agents.policy_gradient.modules import running_statistics
 from seed_rl.agents.vtrace.learning import compute_loss  # The original's public name.
 from seed_rl.common import learner_runtime
+from seed_rl.common import minibatches
 from seed_rl.common import parametric_distribution
+from seed_rl.common import popart
+from seed_rl.common import running_statistics
 from seed_rl.common import tensors
 from seed_rl.common.entropy_cost import EntropyCost
 
@@ -115,8 +115,9 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
     unrolls = self.unroll_queue.dequeue_many(self.unrolls_per_iteration())
     # One batch keeps its order: shuffling would only cost a copy.
     batch_mode = 'shuffle' if self._batches_per_step > 1 else 'repeat'
-    ppo_training_step_utils.train_epochs(self._epochs_per_step, unrolls, batch_mode, minimize,
-                                         self._batches_per_step)
+    minibatches.train_epochs(epochs_per_step=self._epochs_per_step, unrolls=unrolls,
+                             batch_mode=batch_mode, minimize=minimize,
+                             batches_per_step=self._batches_per_step)
     if self._training_iterations is not None:
       self._training_iterations.assign_add(1)
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Tuple
 
 import tensorflow as tf
 
-from seed_rl.agents.policy_gradient.modules import popart
+from seed_rl.common import popart
 from seed_rl.common import vtrace
 
 

@@ -52,8 +52,8 @@ import numpy as np
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import input_normalization
-from seed_rl.agents.policy_gradient.modules import running_statistics
 from seed_rl.common import networks as common_networks
+from seed_rl.common import running_statistics
 
 AgentOutput = collections.namedtuple('AgentOutput',
                                      'action policy_logits baseline')

@@ -32,9 +32,9 @@ from typing import Any
 import gin
 import tensorflow as tf
 
-from seed_rl.agents.policy_gradient.modules import logging_module
-from seed_rl.agents.policy_gradient.modules import popart
+from seed_rl.common import logging_module
 from seed_rl.common import parametric_distribution as pd
+from seed_rl.common import popart
 from seed_rl.common import structures
 
 

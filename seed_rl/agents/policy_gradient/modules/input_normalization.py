@@ -21,7 +21,7 @@ refused and counted (`update_gate`): the old values stay.
 import gin
 import tensorflow as tf
 
-from seed_rl.agents.policy_gradient.modules import running_statistics
+from seed_rl.common import running_statistics
 from seed_rl.common import update_gate
 
 

@@ -1,4 +1,4 @@
-"""PPO's training step: the minibatches each batch mode shows `minimize`, and the library
+"""seed_rl.common.minibatches: the minibatches each batch mode shows `minimize`, and the library
 signature `ppo_training_step` training a loss with its optimizer and logger."""
 
 import gc
@@ -11,7 +11,7 @@ import tensorflow as tf
 from seed_rl.agents.policy_gradient.modules import advantages
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss as gol
 from seed_rl.agents.policy_gradient.modules import policy_losses
-from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils as utils
+from seed_rl.common import minibatches
 from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import Unroll
 from seed_rl.common.structures import EnvOutput
@@ -53,7 +53,7 @@ class _Recorder:
 
 def _run(batch_mode, epochs=3, batches_per_step=2, agent_state=()):
   recorder = _Recorder()
-  utils.train_epochs(epochs, _unrolls(agent_state), batch_mode, recorder.minimize,
+  minibatches.train_epochs(epochs, _unrolls(agent_state), batch_mode, recorder.minimize,
                      batches_per_step, compute_advantages=recorder.compute_advantages)
   return recorder
 
@@ -124,16 +124,16 @@ def test_targets_must_match_the_unrolls():
   unrolls = _unrolls()
   targets, advantages = _advantages_of(unrolls)
   with pytest.raises(ValueError, match='Timesteps mismatch'):
-    utils.split_into_transitions(unrolls, targets[1:], advantages[1:])
+    minibatches.split_into_transitions(unrolls, targets[1:], advantages[1:])
   with pytest.raises(ValueError, match='Batch size mismatch'):
-    utils.split_into_transitions(unrolls, targets[:, 1:], advantages[:, 1:])
+    minibatches.split_into_transitions(unrolls, targets[:, 1:], advantages[:, 1:])
 
 
 def test_a_split_mode_without_compute_advantages_or_an_unknown_mode_is_refused():
   with pytest.raises(ValueError, match='pass compute_advantages'):
-    utils.train_epochs(1, _unrolls(), 'split', lambda batch: None, 2)
+    minibatches.train_epochs(1, _unrolls(), 'split', lambda batch: None, 2)
   with pytest.raises(ValueError, match="Unknown batch_mode='shuffled'"):
-    utils.train_epochs(1, _unrolls(), 'shuffled', lambda batch: None, 2)
+    minibatches.train_epochs(1, _unrolls(), 'shuffled', lambda batch: None, 2)
 
 
 # The library signature, on time-major unrolls of the tiny agent.
@@ -152,7 +152,7 @@ def _time_major_unrolls(envs=helpers.B, agent_state=(), seed=0):
 def test_compute_advantages_and_split_gives_transitions_with_their_advantages():
   loss_fn = _loss_fn(helpers.TinyAgent())
   args = _time_major_unrolls()
-  split = utils.compute_advantages_and_split(loss_fn, args)
+  split = minibatches.compute_advantages_and_split(loss_fn, args)
   agent_state, prev_actions, env_outputs, agent_outputs, targets, advantages_ = split
   n = helpers.T * helpers.B
   assert agent_state == ()
@@ -168,7 +168,7 @@ def test_compute_advantages_and_split_gives_transitions_with_their_advantages():
   # The loss of the transitions is that of the unrolls.
   np.testing.assert_allclose(loss_fn(*split), loss_fn(*args), rtol=1e-5)
   with pytest.raises(ValueError, match='recurrent agent'):
-    utils.compute_advantages_and_split(loss_fn, args._replace(agent_state=tf.zeros([3, 2])))
+    minibatches.compute_advantages_and_split(loss_fn, args._replace(agent_state=tf.zeros([3, 2])))
 
 
 def _variables(loss_fn):
@@ -188,7 +188,7 @@ def test_ppo_training_step_makes_one_clipped_optimizer_step_of_the_loss():
   before = _variables(loss_fn)
   learning_rate, clip_norm = 0.5, norm / 4.
 
-  loss, logs = utils.ppo_training_step(
+  loss, logs = minibatches.ppo_training_step(
       epochs_per_step=1, loss_fn=loss_fn, args=args, batch_mode='repeat',
       training_strategy=tf.distribute.get_strategy(), virtual_batch_size=helpers.B,
       unroll_length=helpers.T, batches_per_step=1, clip_norm=clip_norm,
@@ -216,7 +216,7 @@ def test_ppo_training_step_trains_every_minibatch_of_every_epoch(batch_mode, age
   before = [v.numpy() for v in untrained.trainable_variables]
   loss_fn = _loss_fn(helpers.TinyAgent())  # Built by its first training step.
   optimizer = tf.keras.optimizers.SGD(0.1)
-  loss, logs = utils.ppo_training_step(3, loss_fn, args, batch_mode, tf.distribute.get_strategy(),
+  loss, logs = minibatches.ppo_training_step(3, loss_fn, args, batch_mode, tf.distribute.get_strategy(),
                                        4, helpers.T, 2, None, optimizer,
                                        progress_logger.ProgressLogger())
   assert int(optimizer.iterations) == 3 * 2
@@ -244,7 +244,7 @@ def test_ppo_training_step_traces_its_optimizer_step_once_per_loss_optimizer_and
   args = _time_major_unrolls()
 
   def train(clip_norm=None, optimizer_=optimizer):
-    utils.ppo_training_step(1, loss_fn, args, 'repeat', tf.distribute.get_strategy(), helpers.B,
+    minibatches.ppo_training_step(1, loss_fn, args, 'repeat', tf.distribute.get_strategy(), helpers.B,
                             helpers.T, 1, clip_norm, optimizer_, progress_logger.ProgressLogger())
     return loss_fn.calls
 
@@ -258,7 +258,7 @@ def test_ppo_training_step_traces_its_optimizer_step_once_per_loss_optimizer_and
 
 def test_the_cached_optimizer_step_keeps_neither_loss_nor_optimizer_alive():
   loss_fn, optimizer = _loss_fn(helpers.TinyAgent()), tf.keras.optimizers.SGD(0.1)
-  utils.ppo_training_step(1, loss_fn, _time_major_unrolls(), 'repeat',
+  minibatches.ppo_training_step(1, loss_fn, _time_major_unrolls(), 'repeat',
                           tf.distribute.get_strategy(), helpers.B, helpers.T, 1, None, optimizer,
                           progress_logger.ProgressLogger())
   references = [weakref.ref(loss_fn), weakref.ref(optimizer)]
@@ -270,7 +270,7 @@ def test_the_cached_optimizer_step_keeps_neither_loss_nor_optimizer_alive():
 def test_ppo_training_step_checks_the_unrolls_against_its_sizes():
   loss_fn = _loss_fn(helpers.TinyAgent())
   args = _time_major_unrolls()
-  train = lambda **sizes: utils.ppo_training_step(
+  train = lambda **sizes: minibatches.ppo_training_step(
       1, loss_fn, args, 'repeat', tf.distribute.get_strategy(), batches_per_step=1,
       clip_norm=None, optimizer=tf.keras.optimizers.SGD(0.1),
       logger=progress_logger.ProgressLogger(), **sizes)
@@ -281,6 +281,6 @@ def test_ppo_training_step_checks_the_unrolls_against_its_sizes():
                      'virtual_batch_size=6'):
     train(virtual_batch_size=2 * helpers.B, unroll_length=helpers.T)
   with pytest.raises(ValueError, match=r'agent state must have the leading dimension \[batch\]'):
-    utils.ppo_training_step(1, loss_fn, args._replace(agent_state=tf.zeros([2, 1])), 'repeat',
+    minibatches.ppo_training_step(1, loss_fn, args._replace(agent_state=tf.zeros([2, 1])), 'repeat',
                             tf.distribute.get_strategy(), helpers.B, helpers.T, 1, None,
                             tf.keras.optimizers.SGD(0.1), progress_logger.ProgressLogger())
