@@ -2,7 +2,8 @@
 loops.
 
 A module may import seed_rl modules of its own layer or of a lower one only; the flag modules
-of the agents are the way environments' entry points reach the agents. The tools are the
+of the agents are the way environments' entry points reach the agents. No agent package imports
+another: what two agents share lives in `common`. The tools are the
 modules directly in `seed_rl` (`evaluate`, `plot`), which may use everything.
 """
 
@@ -47,6 +48,29 @@ def test_no_module_imports_a_higher_layer():
       if _layer(imported) > _layer(module):
         violations.append(f'{module} imports {imported}')
   assert not violations
+
+
+def _agent(module: str) -> str | None:
+  """The agent package of `module` (`seed_rl.agents.<agent>...`), None outside one."""
+  parts = module.split('.')
+  return parts[2] if len(parts) > 2 and parts[:2] == ['seed_rl', 'agents'] else None
+
+
+def test_no_agent_imports_another_agent():
+  violations = []
+  for path in sorted((PACKAGE / 'agents').rglob('*.py')):
+    module = _module_name(path)
+    for imported in _imports(path):
+      if _agent(imported) not in (None, _agent(module)):
+        violations.append(f'{module} imports {imported}')
+  assert not violations
+
+
+def test_agent_check_tells_agents_apart():
+  assert _agent('seed_rl.agents.vtrace.learner') == 'vtrace'
+  assert _agent('seed_rl.agents.policy_gradient.modules.popart') == 'policy_gradient'
+  assert _agent('seed_rl.agents') is None
+  assert _agent('seed_rl.common.popart') is None
 
 
 def test_layer_check_sees_imports_inside_functions(tmp_path):
