@@ -91,16 +91,42 @@ class MLPandLSTM(RecurrentActorCritic):
     return self._parametric_action_distribution(policy_logits).sample()
 
 
-class _ResidualBlock(tf.keras.layers.Layer):
-  """ReLU, conv, ReLU, conv, plus the input."""
+class ResidualBlock(tf.keras.layers.Layer):
+  """ReLU, 3x3 conv, ReLU, 3x3 conv, plus the input: the block of IMPALA's ResNet stacks."""
 
-  def __init__(self, num_channels: int, **kwargs):
+  def __init__(self, num_channels: int, kernel_initializer: str = 'glorot_uniform', **kwargs):
     super().__init__(**kwargs)
-    self._conv_1 = tf.keras.layers.Conv2D(num_channels, 3, padding='same')
-    self._conv_2 = tf.keras.layers.Conv2D(num_channels, 3, padding='same')
+    self._conv_1 = tf.keras.layers.Conv2D(num_channels, 3, padding='same',
+                                          kernel_initializer=kernel_initializer)
+    self._conv_2 = tf.keras.layers.Conv2D(num_channels, 3, padding='same',
+                                          kernel_initializer=kernel_initializer)
 
   def call(self, x):
     return x + self._conv_2(tf.nn.relu(self._conv_1(tf.nn.relu(x))))
+
+
+def resnet_stacks(stack_sizes: Sequence[tuple[int, int]],
+                  kernel_initializer: str = 'glorot_uniform') -> list[list[tf.keras.layers.Layer]]:
+  """The layers of IMPALA's ResNet stacks, one list per `(channels, residual blocks)` of
+  `stack_sizes`: a 3x3 conv `conv_i`, a 3x3 max-pool with stride 2, then the blocks
+  `residual_i_j`. Apply them in order with `apply_stacks`."""
+  stacks = []
+  for i, (num_channels, num_blocks) in enumerate(stack_sizes):
+    layers = [tf.keras.layers.Conv2D(num_channels, 3, padding='same',
+                                     kernel_initializer=kernel_initializer, name=f'conv_{i}'),
+              tf.keras.layers.MaxPool2D(3, strides=2, padding='same')]
+    layers += [ResidualBlock(num_channels, kernel_initializer, name=f'residual_{i}_{j}')
+               for j in range(num_blocks)]
+    stacks.append(layers)
+  return stacks
+
+
+def apply_stacks(stacks: Sequence[Sequence[tf.keras.layers.Layer]], x: tf.Tensor) -> tf.Tensor:
+  """`x` through every layer of `resnet_stacks`, in order."""
+  for layers in stacks:
+    for layer in layers:
+      x = layer(x)
+  return x
 
 
 class ImpalaDeep(RecurrentActorCritic):
@@ -115,22 +141,12 @@ class ImpalaDeep(RecurrentActorCritic):
     num_actions = int(num_actions)  # Gymnasium gives numpy integers; Keras wants int.
     super().__init__(num_actions, [256], name='ImpalaDeep')
     self._num_actions = num_actions
-    stacks = []
-    for i, (num_channels, num_blocks) in enumerate([(16, 2), (32, 2), (32, 2)]):
-      layers = [tf.keras.layers.Conv2D(num_channels, 3, padding='same', name=f'conv_{i}'),
-                tf.keras.layers.MaxPool2D(3, strides=2, padding='same')]
-      layers += [_ResidualBlock(num_channels, name=f'residual_{i}_{j}')
-                 for j in range(num_blocks)]
-      stacks.append(layers)
-    self._stacks = track_layers(self, '_stack', stacks)
+    self._stacks = track_layers(self, '_stack', resnet_stacks([(16, 2), (32, 2), (32, 2)]))
     self._flatten = tf.keras.layers.Flatten()
     self._fc = tf.keras.layers.Dense(256, activation='relu', name='fc')
 
   def _torso(self, prev_actions, env_outputs):
-    x = tf.cast(env_outputs.observation, tf.float32) / 255.
-    for layers in self._stacks:
-      for layer in layers:
-        x = layer(x)
+    x = apply_stacks(self._stacks, tf.cast(env_outputs.observation, tf.float32) / 255.)
     x = self._fc(self._flatten(tf.nn.relu(x)))
     clipped_reward = tf.clip_by_value(env_outputs.reward, -1., 1.)[:, tf.newaxis]
     one_hot_prev_action = tf.one_hot(prev_actions, self._num_actions)

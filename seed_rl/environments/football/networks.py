@@ -19,20 +19,6 @@ _STACK_SIZES = ((16, 2), (32, 2), (32, 2), (32, 2))
 _INITIALIZER = 'lecun_normal'
 
 
-class _ResidualBlock(tf.keras.layers.Layer):
-  """ReLU, conv, ReLU, conv, plus the input."""
-
-  def __init__(self, num_channels: int, **kwargs):
-    super().__init__(**kwargs)
-    self._conv_1 = tf.keras.layers.Conv2D(num_channels, 3, padding='same',
-                                          kernel_initializer=_INITIALIZER)
-    self._conv_2 = tf.keras.layers.Conv2D(num_channels, 3, padding='same',
-                                          kernel_initializer=_INITIALIZER)
-
-  def call(self, x):
-    return x + self._conv_2(tf.nn.relu(self._conv_1(tf.nn.relu(x))))
-
-
 class GFootball(vtrace_networks.RecurrentActorCritic):
   """The SEED RL Football agent: four ResNet stacks, a 256-unit dense layer, policy and value.
 
@@ -50,24 +36,15 @@ class GFootball(vtrace_networks.RecurrentActorCritic):
     # initializer their kernels will be created with.
     for head in (self._policy_logits, self._baseline):
       head.kernel_initializer = tf.keras.initializers.get(_INITIALIZER)
-    stacks = []
-    for i, (num_channels, num_blocks) in enumerate(_STACK_SIZES):
-      layers = [tf.keras.layers.Conv2D(num_channels, 3, padding='same',
-                                       kernel_initializer=_INITIALIZER, name=f'conv_{i}'),
-                tf.keras.layers.MaxPool2D(3, strides=2, padding='same')]
-      layers += [_ResidualBlock(num_channels, name=f'residual_{i}_{j}')
-                 for j in range(num_blocks)]
-      stacks.append(layers)
-    self._stacks = networks.track_layers(self, '_stack', stacks)
+    self._stacks = networks.track_layers(
+        self, '_stack', vtrace_networks.resnet_stacks(_STACK_SIZES, _INITIALIZER))
     self._flatten = tf.keras.layers.Flatten()
     self._fc = tf.keras.layers.Dense(256, activation='relu', kernel_initializer=_INITIALIZER,
                                      name='fc')
 
   def _torso(self, unused_prev_actions, env_outputs):
-    x = observation.unpackbits(env_outputs.observation) / 255.
-    for layers in self._stacks:
-      for layer in layers:
-        x = layer(x)
+    x = vtrace_networks.apply_stacks(self._stacks,
+                                     observation.unpackbits(env_outputs.observation) / 255.)
     return self._fc(self._flatten(tf.nn.relu(x)))
 
   def _sample(self, policy_logits):
