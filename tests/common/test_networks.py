@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.r2d2 import networks as r2d2_networks
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import networks
 from seed_rl.common import parametric_distribution
 from seed_rl.common.structures import EnvOutput
 from seed_rl.environments.atari import networks as atari_networks
-from seed_rl.environments.gym import networks as gym_networks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -178,9 +178,9 @@ _NETWORKS = {
     'MLPandLSTM': (_mlp_and_lstm, _vtrace_call, (4,), tf.int64, ('policy_logits', 'baseline')),
     'ImpalaDeep': (lambda: vtrace_networks.ImpalaDeep(3), _vtrace_call, (8, 8, 3), tf.int64,
                    ('policy_logits', 'baseline')),
-    'RecurrentQNetwork': (lambda: gym_networks.RecurrentQNetwork(3, (8,), 4), _r2d2_call, (4,),
+    'RecurrentQNetwork': (lambda: r2d2_networks.RecurrentQNetwork(3, (8,), 4), _r2d2_call, (4,),
                           tf.int32, ('action', 'q_values')),
-    'RecurrentQNetwork without LSTM': (lambda: gym_networks.RecurrentQNetwork(3, (8,), 0),
+    'RecurrentQNetwork without LSTM': (lambda: r2d2_networks.RecurrentQNetwork(3, (8,), 0),
                                        _r2d2_call, (4,), tf.int32, ('action', 'q_values')),
     'DuelingLSTMDQNNet': (lambda: atari_networks.DuelingLSTMDQNNet(3, (36, 36, 1), 2),
                           _r2d2_call, (36, 36, 1), tf.int32, ('action', 'q_values')),

@@ -7,10 +7,11 @@ To keep that state small, the up to 3 previous frames are bit-packed 8 bits each
 per pixel, the oldest frame in the least significant bits. `stack_frames` stacks a whole
 time-major sequence at once.
 
-The agent is called as `agent((prev_actions, env_outputs), agent_state, unroll=False)` and returns
-`(AgentOutput(action, q_values), new_agent_state)`. Without `unroll` the inputs are `[B, ...]`
-(one inference step); with `unroll` they are time-major `[T, B, ...]` (training). Both the frame
-stack and the LSTM state restart where `env_outputs.done` says a new episode starts.
+The agent is called like every R2D2 network (see `seed_rl.agents.r2d2.networks`, which holds
+what R2D2's networks share): `agent((prev_actions, env_outputs), agent_state, unroll=False)` ->
+`(AgentOutput(action, q_values), new_agent_state)`, `[B, ...]` inputs for one inference step,
+time-major `[T, B, ...]` with `unroll`. Both the frame stack and the LSTM state restart where
+`env_outputs.done` says a new episode starts.
 `env_outputs` is an `EnvOutput` or a 5-tuple in its order (see `seed_rl.common.networks`).
 """
 
@@ -21,9 +22,10 @@ from typing import Any
 
 import tensorflow as tf
 
+from seed_rl.agents.r2d2.networks import AgentOutput  # The original's name here.
+from seed_rl.agents.r2d2.networks import dueling_output
 from seed_rl.common import networks
 
-AgentOutput = collections.namedtuple('AgentOutput', 'action q_values')
 AgentState = collections.namedtuple('AgentState', 'core_state frame_stacking_state')
 
 # Previous frames live in the bits of an int32, 8 bits per frame; the current frame comes in
@@ -210,12 +212,8 @@ class DuelingLSTMDQNNet(tf.keras.Model):
 
   def _head(self, core_output) -> AgentOutput:
     """Dueling head: state value plus mean-subtracted advantages, and the greedy action."""
-    value = self._value(self._value_hidden(core_output))
-    advantages = self._advantage(self._advantage_hidden(core_output))
-    advantages -= tf.reduce_mean(advantages, axis=-1, keepdims=True)
-    q_values = value + advantages
-    action = tf.argmax(q_values, axis=-1, output_type=tf.int32)
-    return AgentOutput(action, q_values)
+    return dueling_output(self._value(self._value_hidden(core_output)),
+                          self._advantage(self._advantage_hidden(core_output)))
 
   def _unroll(self, prev_actions, env_outputs, agent_state):
     """Frame stacking, torso, LSTM and head over time-major `[T, B, ...]` inputs."""

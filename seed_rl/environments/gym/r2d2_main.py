@@ -38,7 +38,7 @@ for name, value in [('unroll_length', 20), ('burn_in', 10), ('batch_size', 32),
 
 
 def create_agent(unused_env_output_specs, num_actions):
-  from seed_rl.environments.gym import networks  # pylint: disable=g-import-not-at-top
+  from seed_rl.agents.r2d2 import networks  # pylint: disable=g-import-not-at-top
   return networks.RecurrentQNetwork(num_actions,
                                     mlp_sizes=[int(size) for size in FLAGS.mlp_sizes],
                                     lstm_size=FLAGS.lstm_size)

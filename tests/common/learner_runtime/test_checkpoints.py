@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.r2d2 import learner as r2d2_learner
+from seed_rl.agents.r2d2 import networks as r2d2_networks
 from seed_rl.agents.sac import learner as sac_learner
 from seed_rl.agents.sac import networks as sac_networks
 from seed_rl.agents.vtrace import learner as vtrace_learner
@@ -18,7 +19,6 @@ from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import runtime
 from seed_rl.environments.gym import env as gym_env
-from seed_rl.environments.gym import networks as gym_networks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -332,7 +332,7 @@ def _r2d2_agent():
   config = types.SimpleNamespace(burn_in=2, clip_norm=40., n_steps=3,
                                  value_function_rescaling_epsilon=1e-3)
   return r2d2_learner.R2D2Agent(
-      lambda unused_specs, num_actions: gym_networks.RecurrentQNetwork(num_actions, [8], 4),
+      lambda unused_specs, num_actions: r2d2_networks.RecurrentQNetwork(num_actions, [8], 4),
       config)
 
 
