@@ -38,7 +38,7 @@ def create_r2d2_network(network: str, num_actions: int, observation_shape: Seque
   """The R2D2 agent of `network` 'minimal' (MLP and LSTM of 8 units) or 'nature'."""
   # pylint: disable=g-import-not-at-top
   from bench import nature_networks
-  from seed_rl.environments.gym import networks
+  from seed_rl.agents.r2d2 import networks
   # pylint: enable=g-import-not-at-top
   if network == 'nature':
     return nature_networks.NatureDQNNet(num_actions, observation_shape, stack_size)

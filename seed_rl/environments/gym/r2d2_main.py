@@ -28,7 +28,7 @@ flags.DEFINE_integer('lstm_size', 64, 'Units of the LSTM (0: none, a feed-forwar
 # (docs/tuning.md has the settings compared): a target network copied every 50 steps, milder
 # exploration than Ape-X's 0.4 with 16 environments, a learning rate decaying to 0 over the
 # budget, 10-step returns (they carry a pole lost far ahead to the Q-values sooner) and a replay
-# of 10,000 unrolls, 40% of the budget (a smaller one forgets how episodes fail).
+# holding a large share of the budget's unrolls (a smaller one forgets how episodes fail).
 for name, value in [('unroll_length', 20), ('burn_in', 10), ('batch_size', 32),
                     ('replay_ratio', 4.), ('replay_buffer_size', 10000),
                     ('replay_buffer_min_size', 100), ('update_target_every_n_step', 50),

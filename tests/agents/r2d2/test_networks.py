@@ -6,7 +6,6 @@ import tensorflow as tf
 
 from seed_rl.agents.r2d2 import networks
 from seed_rl.environments.atari import networks as atari_networks
-from seed_rl.environments.gym import networks as gym_networks
 
 
 def test_dueling_output_subtracts_the_mean_advantage_and_acts_greedily():
@@ -17,8 +16,6 @@ def test_dueling_output_subtracts_the_mean_advantage_and_acts_greedily():
   assert output.action.dtype == tf.int32
 
 
-def test_environment_networks_share_the_r2d2_output_and_head():
+def test_the_atari_network_shares_the_r2d2_output():
   assert atari_networks.AgentOutput is networks.AgentOutput
-  assert gym_networks.AgentOutput is networks.AgentOutput
-  assert gym_networks.RecurrentQNetwork is networks.RecurrentQNetwork
 

@@ -1,4 +1,5 @@
-"""Tests for seed_rl.agents.policy_gradient.modules.logging_module."""
+"""Tests for seed_rl.common.logging_module (also the original's
+seed_rl.agents.policy_gradient.modules.logging_module)."""
 
 import collections
 import os
