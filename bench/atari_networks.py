@@ -1,47 +1,27 @@
-"""The Atari networks a benchmark can choose (`--network` of the bench's Atari entry points).
+"""The networks a benchmark can run the Atari entry points with (`--network` of
+`bench/end_to_end.py`).
 
-- `impala`: each agent's default Atari network (`ImpalaDeep` for V-trace, `DuelingLSTMDQNNet`
-  for R2D2); the entry points take it from `seed_rl.environments.atari.*_main`.
-- `nature`: the Nature-DQN torso without LSTM, with the agent's heads (`bench.nature_networks`).
-- `minimal`: a tiny MLP, so that a benchmark measures the pipeline (actors, RPC, batching, unroll
-  bookkeeping, training loop) rather than convolutions.
+- `impala` and `nature`: the package's own (`--network` of `seed_rl.environments.atari.*_main`:
+  each agent's original network, or the Nature-DQN torso without LSTM).
+- `minimal`: a tiny MLP, the bench's own (`--minimal_network` of the bench's Atari entry
+  points), so that a benchmark measures the pipeline (actors, RPC, batching, unroll bookkeeping,
+  training loop) rather than convolutions.
 
 Actors import the entry points too, so TensorFlow is imported only when a network is created.
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 NETWORKS = ('minimal', 'nature', 'impala')
 
 
-def _unknown(network: str) -> ValueError:
-  return ValueError(f'network must be minimal or nature here (impala is the entry point\'s), '
-                    f'got {network!r}')
+def create_minimal_vtrace_network(parametric_action_distribution: Any) -> Any:
+  """V-trace's MLP of 8 units."""
+  from seed_rl.agents.vtrace import networks  # pylint: disable=g-import-not-at-top
+  return networks.MLPandLSTM(parametric_action_distribution, mlp_sizes=[8])
 
 
-def create_vtrace_network(network: str, parametric_action_distribution: Any) -> Any:
-  """The V-trace agent of `network` 'minimal' (an MLP of 8 units) or 'nature'."""
-  # pylint: disable=g-import-not-at-top
-  from bench import nature_networks
-  from seed_rl.agents.vtrace import networks
-  # pylint: enable=g-import-not-at-top
-  if network == 'nature':
-    return nature_networks.NatureActorCritic(parametric_action_distribution)
-  if network == 'minimal':
-    return networks.MLPandLSTM(parametric_action_distribution, mlp_sizes=[8])
-  raise _unknown(network)
-
-
-def create_r2d2_network(network: str, num_actions: int, observation_shape: Sequence[int],
-                        stack_size: int) -> Any:
-  """The R2D2 agent of `network` 'minimal' (MLP and LSTM of 8 units) or 'nature'."""
-  # pylint: disable=g-import-not-at-top
-  from bench import nature_networks
-  from seed_rl.agents.r2d2 import networks
-  # pylint: enable=g-import-not-at-top
-  if network == 'nature':
-    return nature_networks.NatureDQNNet(num_actions, observation_shape, stack_size)
-  if network == 'minimal':
-    return networks.RecurrentQNetwork(num_actions, mlp_sizes=[8], lstm_size=8)
-  raise _unknown(network)
+def create_minimal_r2d2_network(num_actions: int) -> Any:
+  """R2D2's MLP and LSTM of 8 units."""
+  from seed_rl.agents.r2d2 import networks  # pylint: disable=g-import-not-at-top
+  return networks.RecurrentQNetwork(num_actions, mlp_sizes=[8], lstm_size=8)

@@ -1,5 +1,6 @@
-"""The R2D2 counterpart of `bench/atari_vtrace_main.py`: Atari R2D2 with `--network`, or its
-compute-only ceiling with `--measure_ceiling_secs`."""
+"""The R2D2 counterpart of `bench/atari_vtrace_main.py`: `seed_rl.environments.atari.r2d2_main`
+with the bench's minimal network (`--minimal_network`), or its compute-only ceiling with
+`--measure_ceiling_secs`."""
 
 from absl import app
 from absl import flags
@@ -11,19 +12,16 @@ from seed_rl.environments.atari import r2d2_main
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum('network', 'impala', atari_networks.NETWORKS,
-                  'minimal: an MLP and LSTM of 8 units; nature: the Nature-DQN torso without '
-                  'LSTM (frames still stacked by --stack_size); impala: DuelingLSTMDQNNet, as '
-                  'seed_rl.environments.atari.r2d2_main.')
+flags.DEFINE_bool('minimal_network', False,
+                  'An MLP and LSTM of 8 units instead of --network\'s.')
 flags.DEFINE_float('measure_ceiling_secs', 0., 'As in bench/atari_vtrace_main.py.')
 
 
 def create_agent(env_output_specs, num_actions):
-  """The network of `--network`; impala is the agent's own entry point's."""
-  if FLAGS.network == 'impala':
-    return r2d2_main.create_agent(env_output_specs, num_actions)
-  return atari_networks.create_r2d2_network(FLAGS.network, num_actions,
-                                            env_output_specs.observation.shape, FLAGS.stack_size)
+  """The minimal network, or the entry point's of `--network`."""
+  if FLAGS.minimal_network:
+    return atari_networks.create_minimal_r2d2_network(num_actions)
+  return r2d2_main.create_agent(env_output_specs, num_actions)
 
 
 def main(argv):

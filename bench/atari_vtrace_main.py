@@ -1,7 +1,8 @@
-r"""Atari V-trace with the network of `--network` (`bench.atari_networks`): learner or actor by
---run_mode, or with `--measure_ceiling_secs` the compute-only ceiling (`bench.ceiling_mode`).
+r"""`seed_rl.environments.atari.vtrace_main` with the bench's minimal network
+(`--minimal_network`), or with `--measure_ceiling_secs` the compute-only ceiling of its network
+(`bench.ceiling_mode`).
 
-  python -m bench.atari_vtrace_main --network=nature --run_mode=learner --game=Pong
+  python -m bench.atari_vtrace_main --minimal_network --run_mode=learner --game=Pong
   python -m bench.atari_vtrace_main --network=nature --measure_ceiling_secs=5 --num_envs=2
 
 `bench/end_to_end.py` runs it with the same flags as `seed_rl.environments.atari.vtrace_main`.
@@ -17,9 +18,7 @@ from seed_rl.environments.atari import vtrace_main
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum('network', 'impala', atari_networks.NETWORKS,
-                  'minimal: an MLP of 8 units; nature: the Nature-DQN torso without LSTM; '
-                  'impala: ImpalaDeep, as seed_rl.environments.atari.vtrace_main.')
+flags.DEFINE_bool('minimal_network', False, 'An MLP of 8 units instead of --network\'s.')
 flags.DEFINE_float('measure_ceiling_secs', 0.,
                    'If positive, run no pipeline: time the network\'s inference and training for '
                    'this many seconds each, then both at once as long, and print the '
@@ -27,11 +26,11 @@ flags.DEFINE_float('measure_ceiling_secs', 0.,
 
 
 def create_agent(action_space, observation_space, parametric_action_distribution):
-  """The network of `--network`; impala is the agent's own entry point's."""
-  if FLAGS.network == 'impala':
-    return vtrace_main.create_agent(action_space, observation_space,
-                                    parametric_action_distribution)
-  return atari_networks.create_vtrace_network(FLAGS.network, parametric_action_distribution)
+  """The minimal network, or the entry point's of `--network`."""
+  if FLAGS.minimal_network:
+    return atari_networks.create_minimal_vtrace_network(parametric_action_distribution)
+  return vtrace_main.create_agent(action_space, observation_space,
+                                  parametric_action_distribution)
 
 
 def main(argv):

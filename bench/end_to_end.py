@@ -12,9 +12,10 @@ the learner logs and each actor's peak RSS.
 
 `--agent` picks the entry point (`seed_rl.environments.atari.vtrace_main` or `r2d2_main`) and
 `--network` its network: `impala`, the agent's default (ImpalaDeep, or R2D2's DuelingLSTMDQNNet);
-`nature`, the Nature-DQN torso without LSTM; `minimal`, a tiny MLP so the pipeline itself is
-measured (`--minimal_network` is the same). Networks other than the default run through the
-bench's entry points (`bench/atari_vtrace_main.py`, `bench/atari_r2d2_main.py`).
+`nature`, the Nature-DQN torso without LSTM (V-trace's on single frames, R2D2's on 4 stacked
+ones); `minimal`, a tiny MLP so the pipeline itself is measured (`--minimal_network` is the
+same), which runs through the bench's entry points (`bench/atari_vtrace_main.py`,
+`bench/atari_r2d2_main.py`), as the ceiling of every network does.
 
 The compute-only ceiling (`bench.ceiling`) comes from the same entry point and flags, timing the
 network's inference on one batch of the pipeline's inference batch size (`--inference_batch_size`
@@ -107,10 +108,16 @@ def _mean(points, start: float) -> float:
 
 def entry_point(agent: str, network: str, for_ceiling: bool = False) -> tuple[str, list[str]]:
   """`(module, flags)` of the Atari entry point running `agent` with `network`: the agent's own
-  `*_main` for its default network, else the bench's (which also measures the ceiling)."""
-  if network == 'impala' and not for_ceiling:
-    return f'seed_rl.environments.atari.{agent}_main', []
-  return f'bench.atari_{agent}_main', [f'--network={network}']
+  `*_main` for the package's networks, else the bench's (which also measures the ceiling)."""
+  if network == 'minimal':
+    network_flags = ['--minimal_network']
+  elif network == 'nature' and agent == 'vtrace':
+    network_flags = ['--network=nature', '--stack_size=1']
+  else:
+    network_flags = [f'--network={network}']
+  if network == 'minimal' or for_ceiling:
+    return f'bench.atari_{agent}_main', network_flags
+  return f'seed_rl.environments.atari.{agent}_main', network_flags
 
 
 def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:

@@ -22,7 +22,7 @@ import gymnasium
 import tensorflow as tf
 
 from bench import ceiling_measurement
-from bench import nature_networks
+from seed_rl.environments.atari import nature_networks
 from seed_rl.agents.vtrace import networks
 from seed_rl.common import parametric_distribution
 from seed_rl.common.structures import EnvOutput

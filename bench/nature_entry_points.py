@@ -1,6 +1,6 @@
 """The learner and actor processes of `bench/learn_atari.py` and `bench/pixel_bandit.py`: an
-Atari entry point with the Nature-DQN network of `bench/nature_networks.py`, training V-trace, PPO
-or the configurable on-policy agent with V-trace's loss, as `--agent` says.
+Atari entry point with the Nature-DQN network (`seed_rl.environments.atari.nature_networks`),
+training V-trace, PPO or the configurable on-policy agent with V-trace's loss, as `--agent` says.
 
 `vtrace` runs as `seed_rl.environments.atari.vtrace_main` does, with this network. The
 configurable on-policy agent (`ppo`, `onpolicy_vtrace`: the loss its gin bindings choose) has no
@@ -56,7 +56,6 @@ def define_flags(argv: Sequence[str]) -> Learner:
 
   agent = agent_of(argv)
   flags.DEFINE_enum('agent', 'vtrace', AGENTS, 'The agent that learns.')
-  stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
   initialization = flags.DEFINE_enum(
       'initialization', 'orthogonal', INITIALIZATIONS,
       'The network\'s initial kernels: orthogonal (PPO\'s Atari agents\') or glorot (Keras\'s '
@@ -64,9 +63,10 @@ def define_flags(argv: Sequence[str]) -> Learner:
   if agent in ONPOLICY_AGENTS:
     from seed_rl.agents.policy_gradient import main_flags  # pylint: disable=g-import-not-at-top
     from seed_rl.environments.atari import env_flags  # pylint: disable=g-import-not-at-top,unused-import
+    stack_size = flags.DEFINE_integer('stack_size', 4, 'Frames stacked inside the network.')
 
     def create_agent(unused_action_space, observation_space, parametric_action_distribution):
-      from bench import nature_networks  # pylint: disable=g-import-not-at-top
+      from seed_rl.environments.atari import nature_networks  # pylint: disable=g-import-not-at-top
       return nature_networks.NatureOnPolicyAgent(
           parametric_action_distribution, stack_size=stack_size.value,
           observation_shape=observation_space.shape, initialization=initialization.value)
@@ -74,15 +74,16 @@ def define_flags(argv: Sequence[str]) -> Learner:
     return Learner('seed_rl.agents.policy_gradient.learner', create_agent,
                    main_flags.create_optimizer, main_flags.parse_gin)
 
+  # V-trace's entry point defines --stack_size (for its --network=nature).
   from seed_rl.environments.atari import vtrace_main  # pylint: disable=g-import-not-at-top
   lstm_size = flags.DEFINE_integer('lstm_size', 0, 'Units of an LSTM after the torso (0: none).')
 
   def create_agent(unused_action_space, observation_space,  # pylint: disable=function-redefined
                    parametric_action_distribution):
-    from bench import nature_networks  # pylint: disable=g-import-not-at-top
+    from seed_rl.environments.atari import nature_networks  # pylint: disable=g-import-not-at-top
     return nature_networks.NatureActorCritic(
         parametric_action_distribution, lstm_sizes=[lstm_size.value] if lstm_size.value else [],
-        stack_size=stack_size.value, observation_shape=observation_space.shape,
+        stack_size=flags.FLAGS.stack_size, observation_shape=observation_space.shape,
         initialization=initialization.value)
 
   return Learner('seed_rl.agents.vtrace.learner', create_agent, vtrace_main.create_optimizer,

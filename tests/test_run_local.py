@@ -222,6 +222,32 @@ def test_run_local_atari_r2d2_completes_training_steps(tmp_path):
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize('agent, flags, frames', [
+    # 1 unroll of 8 steps per training step, 4 frames per step.
+    ('vtrace', ['--unroll_length=8', '--batch_size=1', '--batches_per_step=1',
+                '--epochs_per_step=1'], 32),
+    # 1 new unroll of 5 steps per training step.
+    ('r2d2', ['--unroll_length=5', '--batch_size=2', '--replay_ratio=2',
+              '--replay_buffer_min_size=2'], 20),
+])
+def test_run_local_atari_one_machine_flags_train_the_nature_network(tmp_path, agent, flags,
+                                                                   frames):
+  """The one-machine flag files README gives (smaller batches after them) train the Nature-DQN
+  network, with evaluation environments, to the end of the budget."""
+  logdir = tmp_path / 'logdir'
+  result = _run_local('atari', agent, '1', '3',
+                      f'--flagfile=seed_rl/environments/atari/one_machine/{agent}.flags',
+                      f'--logdir={logdir}', f'--server_address=unix:{tmp_path}/learner.sock',
+                      *flags, f'--total_environment_frames={frames * 2}', timeout=220)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+  learner_log = (logdir / 'logs' / 'learner.log').read_text()
+  assert f'Training finished at iteration 2 ({frames * 2} environment frames)' in learner_log
+  recorded = (logdir / 'learner_flags.txt').read_text().split()
+  for flag in ('--network=nature', '--num_eval_envs=2', '--nofull_action_space'):
+    assert flag in recorded
+
+
+@pytest.mark.timeout(240)
 @pytest.mark.parametrize('agent, flags, iterations', [
     ('vtrace', ['--unroll_length=10', '--batch_size=2'], 10),
     ('sac', ['--batch_size=8', '--replay_ratio=2', '--mlp_size=16'], 50),

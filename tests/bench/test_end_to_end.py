@@ -68,11 +68,14 @@ def test_command_line_and_entry_points():
   assert (args.agent, args.network) == ('r2d2', 'nature')
   with pytest.raises(SystemExit):
     end_to_end.parse_args(['--network', 'resnet'])
-  assert end_to_end.entry_point('r2d2', 'impala') == ('seed_rl.environments.atari.r2d2_main', [])
+  assert end_to_end.entry_point('r2d2', 'impala') == (
+      'seed_rl.environments.atari.r2d2_main', ['--network=impala'])
   assert end_to_end.entry_point('r2d2', 'impala', for_ceiling=True) == (
       'bench.atari_r2d2_main', ['--network=impala'])
+  assert end_to_end.entry_point('vtrace', 'nature') == (
+      'seed_rl.environments.atari.vtrace_main', ['--network=nature', '--stack_size=1'])
   assert end_to_end.entry_point('vtrace', 'minimal') == (
-      'bench.atari_vtrace_main', ['--network=minimal'])
+      'bench.atari_vtrace_main', ['--minimal_network'])
 
 
 def test_queue_size_and_buffering_reach_the_learner_and_the_lag_is_read_from_its_log(tmp_path):
@@ -96,7 +99,7 @@ def test_queue_size_and_buffering_reach_the_learner_and_the_lag_is_read_from_its
 def test_entry_points_measure_a_consistent_ceiling():
   # 2 envs of 1: inference batches of max(1, 2 // 2) = 1 row; V-trace trains on 2 unrolls of 2
   # steps, R2D2 inserts 2 / replay_ratio 1 = 2 new unrolls per step (of 1 + 2 + 1 steps).
-  flags = ['--network=minimal', '--measure_ceiling_secs=0.2', '--num_envs=2', '--unroll_length=2',
+  flags = ['--minimal_network', '--measure_ceiling_secs=0.2', '--num_envs=2', '--unroll_length=2',
            '--batch_size=2', '--num_action_repeats=4', '--game=Pong']
   r2d2_flags = ['--burn_in=1', '--replay_ratio=1', '--replay_buffer_min_size=2']
   processes = {agent: subprocess.Popen(

@@ -132,7 +132,7 @@ def test_the_processes_read_their_agent_before_absl_parses_the_flags():
 
 
 def test_the_processes_name_the_initializations_of_the_network_without_importing_it():
-  from bench import nature_networks  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import nature_networks  # pylint: disable=g-import-not-at-top
   assert nature_entry_points.INITIALIZATIONS == nature_networks.INITIALIZATIONS
 
 

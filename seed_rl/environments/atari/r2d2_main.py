@@ -3,8 +3,10 @@ r"""R2D2 on Atari with the dueling LSTM Q-network: learner or actor by --run_mod
   python -m seed_rl.environments.atari.r2d2_main --run_mode=learner --game=Pong
   python -m seed_rl.environments.atari.r2d2_main --run_mode=actor --task=0
 
-Frames are stacked inside the network (actors send single frames). Actors import no
-TensorFlow: the network and the optimizer import it when the learner calls them.
+Frames are stacked inside the network (actors send single frames). The defaults are the
+original's, for a cluster; `--flagfile=seed_rl/environments/atari/one_machine/r2d2.flags` holds the
+settings for one machine without a GPU. Actors import no TensorFlow: the network and the optimizer
+import it when the learner calls them.
 """
 
 from absl import app
@@ -20,10 +22,19 @@ FLAGS = flags.FLAGS
 flags.DEFINE_float('learning_rate', 0.00048, 'Adam learning rate.')
 flags.DEFINE_float('adam_epsilon', 1e-3, 'Adam epsilon.')
 flags.DEFINE_integer('stack_size', 4, 'Frames stacked by the network (at most 4).')
+flags.DEFINE_enum('network', 'impala', ['impala', 'nature'],
+                  'impala: DuelingLSTMDQNNet, the original\'s (Nature-DQN torso, LSTM, dueling '
+                  'head). nature: the same without its LSTM (the stacked frames its only memory).')
 
 
 def create_agent(env_output_specs, num_actions):
-  from seed_rl.environments.atari import networks  # pylint: disable=g-import-not-at-top
+  """The network of `--network`."""
+  # pylint: disable=g-import-not-at-top
+  if FLAGS.network == 'nature':
+    from seed_rl.environments.atari import nature_networks
+    return nature_networks.NatureDQNNet(num_actions, env_output_specs.observation.shape,
+                                        FLAGS.stack_size)
+  from seed_rl.environments.atari import networks
   return networks.DuelingLSTMDQNNet(num_actions, env_output_specs.observation.shape,
                                     FLAGS.stack_size)
 

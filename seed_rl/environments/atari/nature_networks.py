@@ -1,9 +1,9 @@
-"""Feed-forward Nature-DQN networks (Mnih et al. 2015) for the Atari benchmarks: the torso
-(three convolutions, a 512-unit dense layer, ReLU) without LSTM, with each agent's heads.
+"""Feed-forward Nature-DQN networks (Mnih et al. 2015) on Atari: the torso (three convolutions, a
+512-unit dense layer, ReLU) on the last frames stacked inside the network, with each agent's heads.
 
-A convolutional network without recurrence, beside the tiny MLP and the agents' default networks,
-so that a benchmark can tell how throughput depends on network compute. Imported by the learner
-only (TensorFlow).
+The Atari entry points' `--network=nature` (`vtrace_main`, `r2d2_main`): much less compute than
+the original's default networks (`ImpalaDeep`, `DuelingLSTMDQNNet`), so that Pong learns on a
+machine without a GPU. Imported by the learner only (TensorFlow).
 """
 
 from typing import Sequence

@@ -1,13 +1,13 @@
-"""The benchmarks' Nature networks with frames stacked inside them (real TensorFlow)."""
+"""The Atari Nature-DQN networks with frames stacked inside them (real TensorFlow)."""
 
 import gymnasium
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bench import nature_networks
 from seed_rl.common import parametric_distribution
 from seed_rl.common.networks import EnvOutput
+from seed_rl.environments.atari import nature_networks
 
 NUM_ACTIONS = 6
 
