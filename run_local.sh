@@ -5,9 +5,9 @@
 #
 # ENV: atari | football | dmlab | gym | mujoco;  AGENT: vtrace | r2d2 | sac | ppo.
 # The first run creates .venv and installs what ENV needs. The flags are checked against the
-# entry point (seed_rl/common/flag_check.py) before anything starts. The run then takes its
+# entry point (seed_rl/launch/flag_check.py) before anything starts. The run then takes its
 # logdir (LOGDIR/run_local.lock), its learner address and a TensorBoard port, or refuses in one
-# line when another live run holds one (seed_rl/common/local_run.py). Each process writes its
+# line when another live run holds one (seed_rl/launch/local_run.py). Each process writes its
 # log under LOGDIR/logs (learner.log, actor_N.log, tensorboard.log). With tmux and an
 # interactive terminal the processes run in a tmux session of their own (seed_rl_<logdir's
 # name>_<hash>; the original's layout), one window each that shows its output as it goes to its
@@ -87,7 +87,7 @@ COMMON=(--logdir="$LOGDIR" --num_envs="$NUM_ENVS" --env_batch_size="$ENV_BATCH_S
 # ADDRESS to the learner's --logdir and --server_address. $1: the Python to use.
 check_flags() {
   local checked status key value
-  checked="$("$1" -m seed_rl.common.flag_check --prefix=run_local.sh \
+  checked="$("$1" -m seed_rl.launch.flag_check --prefix=run_local.sh \
                --shape="NUM_ACTORS x ENV_BATCH_SIZE = $NUM_ACTORS x $ENV_BATCH_SIZE" \
                --print=logdir,server_address "$MODULE" --run_mode=learner --logtostderr \
                "${COMMON[@]}")" || { status=$?; return "$status"; }
@@ -161,8 +161,8 @@ if [ -n "${SEED_RL_NO_TENSORBOARD:-}" ] || [ ! -x "$VENV_BIN/tensorboard" ]; the
   tensorboard_port=none
 fi
 # This run takes the logdir, the learner's address and TensorBoard's port, or stops here with
-# one line naming the live run that holds one (see seed_rl/common/local_run.py).
-acquire=("$PY" -m seed_rl.common.local_run acquire --logdir="$LOGDIR" --address="$ADDRESS"
+# one line naming the live run that holds one (see seed_rl/launch/local_run.py).
+acquire=("$PY" -m seed_rl.launch.local_run acquire --logdir="$LOGDIR" --address="$ADDRESS"
          --owner_pid=$$ --checkout="$ROOT" --registry="$(seed_rl_run_registry "$ROOT")"
          --tensorboard_port="$tensorboard_port"
          --tensorboard_host="${SEED_RL_TENSORBOARD_HOST:-localhost}")
@@ -253,7 +253,7 @@ echo $(printf '%q' "$board; progress and ETA in window progress; logs in $LOGDIR
   # learner's pid is not known here): it ends with the learner's "Training finished" line, or
   # stop_local.sh stops it with the run.
   tmux new-window -d -t "$target" -n progress
-  tmux send-keys -t "$target:progress" "$(q "$PY" -m seed_rl.common.progress_monitor \
+  tmux send-keys -t "$target:progress" "$(q "$PY" -m seed_rl.launch.progress_monitor \
     --log "$LOGDIR/logs/learner.log")" Enter
   tmux new-window -d -t "$target" -n learner
   tmux send-keys -t "$target:learner" "$(logged learner "${learner_cmd[@]}")" Enter
@@ -305,7 +305,7 @@ if [ -n "$TENSORBOARD_PORT" ]; then
 fi
 echo "seed_rl: logs in $LOGDIR/logs; $board; stop with Ctrl-C or ${stop_command% }"
 
-"$PY" -m seed_rl.common.progress_monitor --log "$LOGDIR/logs/learner.log" \
+"$PY" -m seed_rl.launch.progress_monitor --log "$LOGDIR/logs/learner.log" \
   --pid "$LEARNER_PID" &
 MONITOR_PID=$!
 

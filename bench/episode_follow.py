@@ -8,7 +8,7 @@ import time
 from typing import Any, Optional, Sequence
 
 from bench import process_group
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 
 _PROGRESS = re.compile(r'Progress: (\d+)/')
 

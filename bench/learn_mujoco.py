@@ -21,7 +21,7 @@ import sys
 import time
 
 from bench import process_group
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 
 MODULE = 'seed_rl.environments.mujoco.{agent}_main'
 # Per agent: frame budget, target, actors x envs per actor.

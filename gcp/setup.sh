@@ -17,7 +17,7 @@
 # --dry-run writes the spec and prints it and every command, calling neither gcloud nor docker.
 # The flags (the scenario's and yours) are checked first, also in a dry run, with the entry
 # point's own definitions and the learner's checks of its batch sizes
-# (seed_rl/common/flag_check.py, about a second, no TensorFlow), by the Python of
+# (seed_rl/launch/flag_check.py, about a second, no TensorFlow), by the Python of
 # ${SEED_RL_VENV:-.venv} (else python3); where no Python here can import the entry point, they
 # are not checked and a line says so.
 #
@@ -236,7 +236,7 @@ _seed_rl_gcp_check_flags() {
     echo "seed_rl gcp: flags not checked here (no Python; ./run_tests.sh creates .venv)" >&2
     return 0
   fi
-  message="$(cd "$SEED_RL_GCP_ROOT" && "$python" -m seed_rl.common.flag_check \
+  message="$(cd "$SEED_RL_GCP_ROOT" && "$python" -m seed_rl.launch.flag_check \
                --prefix="seed_rl gcp: error" \
                --shape="$shape" \
                "seed_rl.environments.$ENVIRONMENT.${AGENT}_main" --run_mode=learner \

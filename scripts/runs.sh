@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sourced by run_local.sh and stop_local.sh: where a run of run_local.sh is recorded, how its
 # records are read and released, and which checkpoint of its logdir it resumes. The records
-# (see seed_rl/common/local_run.py, which takes them):
+# (see seed_rl/launch/local_run.py, which takes them):
 #   LOGDIR/run_local.lock   the run that owns LOGDIR: key=value lines (run_id, owner_pid,
 #                           owner_start, host, address, tensorboard_port, pidfile, tmux_session,
 #                           registry, reservation=... for each port it holds)

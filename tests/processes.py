@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

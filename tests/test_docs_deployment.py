@@ -114,7 +114,7 @@ def test_the_entry_point_commands_of_the_page_pass_the_flag_check():
   for command in commands:
     words = [word for word in shlex.split(command)[2:] if word != '$SECURITY']
     result = subprocess.run(
-        [sys.executable, '-m', 'seed_rl.common.flag_check', '--prefix=docs/deployment.md'] +
+        [sys.executable, '-m', 'seed_rl.launch.flag_check', '--prefix=docs/deployment.md'] +
         words + _security_flags(), cwd=ROOT, capture_output=True, text=True, timeout=60,
         check=False)
     assert result.returncode == 0, f'{command}: {result.stderr[-1000:]}'

@@ -27,7 +27,7 @@ import time
 import numpy as np
 import pytest
 
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 from tests import evaluate_helpers
 from tests.processes import ROOT, Process, Processes, frames_progress
 

@@ -3,7 +3,7 @@
 - It stays within 400 lines, and every relative link of README.md and of the pages in docs/
   leads to a file of this repository (and, with `#anchor`, to one of that page's headings).
 - Every `./run_local.sh` command of README's shell blocks passes the flag check run_local.sh makes
-  before anything starts (`seed_rl.common.flag_check`, with the flags run_local.sh adds), and so
+  before anything starts (`seed_rl.launch.flag_check`, with the flags run_local.sh adds), and so
   does every `python -m seed_rl.environments...` entry point command: a renamed flag, an
   unknown environment id or batch sizes that can never fill would fail here.
 - Every `gcp/...sh --dry-run` command of README (in a block or inline) runs to its end.
@@ -106,7 +106,7 @@ def test_every_entry_point_command_of_readme_passes_the_flag_check(tmp_path):
     if 'football' in check[0]:
       pytest.importorskip('gfootball')
     result = subprocess.run(
-        [sys.executable, '-m', 'seed_rl.common.flag_check', '--prefix=README'] + check,
+        [sys.executable, '-m', 'seed_rl.launch.flag_check', '--prefix=README'] + check,
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     if result.returncode != 0:
       failures.append(f'{" ".join(check)}: {result.stderr.strip()[-500:]}')

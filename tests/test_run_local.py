@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@
   check('seed_rl.environments.atari.vtrace_main', FLAGS)   # raises UnknownName
 
 An unknown `--env_name` (gym and mujoco: a Gymnasium id) or `--game` (atari: an ALE game;
-football: a gfootball scenario; dmlab: a level) otherwise passes `seed_rl.common.flag_check`
+football: a gfootball scenario; dmlab: a level) otherwise passes `seed_rl.launch.flag_check`
 and fails only once the learner has started and created its first environment. Here each name
 is checked against the list its environment module accepts, and refused in one line with the
 closest names:

@@ -19,7 +19,7 @@ from typing import Callable, List
 
 import pytest
 
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 from tests.docker.conftest import ATARI_IMAGE, docker
 
 PORT = 8686

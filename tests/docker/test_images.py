@@ -16,7 +16,7 @@ import uuid
 import numpy as np
 import pytest
 
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 from tests.docker.conftest import ATARI_IMAGE, ROOT, docker
 
 #: What the images may copy from the repository root (the allow-list of .dockerignore).

@@ -5,9 +5,9 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.r2d2 import learner as r2d2_learner
-from seed_rl.common import progress_monitor
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.structures import EnvOutput
+from seed_rl.launch import progress_monitor
 from tests.common.summaries import read_scalars
 
 pytestmark = pytest.mark.timeout(60)

@@ -361,7 +361,7 @@ def test_importing_env_defines_the_flags_of_the_original_for_create_environment(
 
 _ENV_NAMES_CHECK = """
 import sys
-from seed_rl.common import flag_check
+from seed_rl.launch import flag_check
 values = flag_check.check(sys.argv[1], ['--run_mode=learner'])
 print('seed_rl.environments.atari.env' in sys.modules, values.num_action_repeats)
 """

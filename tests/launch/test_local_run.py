@@ -1,4 +1,4 @@
-"""seed_rl.common.local_run and scripts/runs.sh: the lock, port reservations and registry that
+"""seed_rl.launch.local_run and scripts/runs.sh: the lock, port reservations and registry that
 keep run_local.sh's runs apart. Owners are real processes (`sleep`), ports real sockets."""
 
 import contextlib
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from seed_rl.common import local_run
+from seed_rl.launch import local_run
 from tests import processes
 
 ROOT = processes.ROOT
@@ -251,7 +251,7 @@ def test_release_removes_only_the_records_of_its_own_run(tmp_path, owners):
 @pytest.mark.timeout(30)
 def test_command_line(tmp_path, owners):
   owner = owners()
-  command = [sys.executable, '-m', 'seed_rl.common.local_run', 'acquire',
+  command = [sys.executable, '-m', 'seed_rl.launch.local_run', 'acquire',
              f'--logdir={tmp_path / "logdir"}', f'--address=localhost:{_free_tcp_port()}',
              f'--owner_pid={owner.pid}', f'--checkout={ROOT}',
              f'--registry={tmp_path / "registry"}', '--tmux']

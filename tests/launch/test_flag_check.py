@@ -1,4 +1,4 @@
-"""seed_rl.common.flag_check: an entry point's flags checked in about a second, without
+"""seed_rl.launch.flag_check: an entry point's flags checked in about a second, without
 TensorFlow, as run_local.sh and gcp/train_*.sh do before anything starts."""
 
 import os
@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from seed_rl.common import flag_check
+from seed_rl.launch import flag_check
 from tests import processes
 
 ROOT = processes.ROOT
@@ -21,7 +21,7 @@ ENTRY_POINTS = sorted(
 def _check(module, *argv, options=()):
   environment = dict(os.environ, PYTHONPATH=str(ROOT))
   start = time.monotonic()
-  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.flag_check', *options, module,
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.launch.flag_check', *options, module,
                            *argv], cwd=ROOT, env=environment, capture_output=True, text=True,
                           timeout=110)
   return result, time.monotonic() - start
@@ -156,7 +156,7 @@ def test_entry_points_of_their_own_keep_their_own_environment_names(tmp_path):
   are not checked against Gymnasium's or the games of this package."""
   (tmp_path / 'my_own_main.py').write_text(_OWN_ENTRY_POINT)
   environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
-  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.flag_check',
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.launch.flag_check',
                            '--print=env_name,game', 'my_own_main', '--env_name=NoSuchEnv-v0',
                            '--game=Pongg'], cwd=ROOT, env=environment, capture_output=True,
                           text=True, timeout=110)
@@ -184,7 +184,7 @@ def test_a_module_that_cannot_be_imported_is_status_3():
 
 _NO_TENSORFLOW = r'''
 import sys
-from seed_rl.common import flag_check
+from seed_rl.launch import flag_check
 flag_check.check(sys.argv[1], ['--run_mode=learner'])
 assert 'tensorflow' not in sys.modules, 'the entry point imported TensorFlow at module level'
 print('ok')

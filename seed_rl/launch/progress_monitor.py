@@ -1,6 +1,6 @@
 r"""Live progress line of a running learner, read from its log (used by run_local.sh).
 
-  python -m seed_rl.common.progress_monitor --log /tmp/seed_rl/gym_vtrace/logs/learner.log
+  python -m seed_rl.launch.progress_monitor --log /tmp/seed_rl/gym_vtrace/logs/learner.log
 
 Shows environment frames done and budgeted, frames/s, the mean return of the recent training
 episodes (of exploring episodes, as the learner's lines say, for an agent that explores: R2D2's

@@ -1,6 +1,6 @@
 r"""Keeps the runs of run_local.sh apart (no TensorFlow).
 
-  python -m seed_rl.common.local_run acquire --logdir=DIR --address=ADDRESS --owner_pid=PID \
+  python -m seed_rl.launch.local_run acquire --logdir=DIR --address=ADDRESS --owner_pid=PID \
       --checkout=DIR --registry=DIR [--tensorboard_port=auto|none|PORT] \
       [--tensorboard_host=HOST] [--tmux] [--prefix=run_local.sh]
 
@@ -27,7 +27,7 @@ none), tmux_session (empty unless --tmux; a name of its own per run, `seed_rl_<l
 name>_<hash>`). run_local.sh writes the pid file and releases the lock (scripts/runs.sh,
 `seed_rl_release_run`) when it ends; stop_local.sh does when it stops the run.
 
-  python -m seed_rl.common.local_run free_port [--host=localhost] [--start=PORT]
+  python -m seed_rl.launch.local_run free_port [--host=localhost] [--start=PORT]
 
 prints a TCP port that is free and not reserved, from START upwards.
 """
@@ -490,7 +490,7 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
 
 
 def main(argv: List[str]) -> int:
-  parser = argparse.ArgumentParser(prog='python -m seed_rl.common.local_run',
+  parser = argparse.ArgumentParser(prog='python -m seed_rl.launch.local_run',
                                    description=__doc__.split('\n\n')[0])
   commands = parser.add_subparsers(dest='command', required=True)
   take = commands.add_parser('acquire')

@@ -1,6 +1,6 @@
 r"""Checks the flags of an entry point in about a second, before anything starts.
 
-  python -m seed_rl.common.flag_check [--prefix=NAME] [--shape=TEXT] [--print=FLAG,...] \
+  python -m seed_rl.launch.flag_check [--prefix=NAME] [--shape=TEXT] [--print=FLAG,...] \
       MODULE [--flag=value ...]
 
 MODULE is an entry point such as `seed_rl.environments.gym.vtrace_main`; the flags are the
@@ -177,7 +177,7 @@ def main(argv: Sequence[str]) -> int:
     name, _, value = args.pop(0)[2:].partition('=')
     options[name] = value
   if not args or args[0].startswith('-'):
-    print('usage: python -m seed_rl.common.flag_check [--prefix=NAME] [--shape=TEXT] '
+    print('usage: python -m seed_rl.launch.flag_check [--prefix=NAME] [--shape=TEXT] '
           '[--print=FLAG,...] MODULE [--flag=value ...]', file=sys.stderr)
     return 2
   module, module_argv = args[0], args[1:]

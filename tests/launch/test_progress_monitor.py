@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from seed_rl.common import progress_monitor
+from seed_rl.launch import progress_monitor
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -89,7 +89,7 @@ def test_the_monitor_ends_with_the_learners_finished_line(tmp_path):
   log.write_text('I1204 runtime.py:1] Progress: 100/100 environment frames\n'
                  'I1204 runtime.py:2] Training finished at iteration 5 (100 environment frames):'
                  ' the frame budget is spent; checkpoint /x/ckpt-5\n')
-  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.progress_monitor', '--log',
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.launch.progress_monitor', '--log',
                            str(log), '--period=0.1'], capture_output=True, text=True, timeout=20)
   assert result.returncode == progress_monitor.EXIT_TRAINING_FINISHED  # What run_local.sh reads.
   assert result.stdout.strip().splitlines()[-1] == (
@@ -102,7 +102,7 @@ def test_the_monitor_ends_with_status_0_when_the_learner_exits_before_finishing(
   log.write_text('I1204 runtime.py:1] Progress: 50/100 environment frames\n')
   learner = subprocess.Popen(['true'])
   learner.wait()
-  result = subprocess.run([sys.executable, '-m', 'seed_rl.common.progress_monitor', '--log',
+  result = subprocess.run([sys.executable, '-m', 'seed_rl.launch.progress_monitor', '--log',
                            str(log), f'--pid={learner.pid}', '--period=0.1'],
                           capture_output=True, text=True, timeout=20)
   assert result.returncode == 0, result.stderr
