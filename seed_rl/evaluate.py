@@ -31,7 +31,7 @@ import numpy as np
 
 from seed_rl import evaluation_env
 from seed_rl import evaluation_files
-from seed_rl.common import run_identity
+from seed_rl.common.config import run_identity
 from seed_rl.common.structures import EnvOutput
 
 # What `seed_rl.common.learner_runtime.checkpoints` writes; the run record's files are named by

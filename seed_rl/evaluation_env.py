@@ -41,7 +41,7 @@ from typing import Any
 from absl import flags
 
 from seed_rl import video as video_lib
-from seed_rl.common import run_identity
+from seed_rl.common.config import run_identity
 
 # The info keys the actors read (`seed_rl.common.actor`); the rest stays in the child process.
 INFO_KEYS = ('score_reward', 'abandoned')

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from seed_rl import evaluation_env
-from seed_rl.common import run_identity
+from seed_rl.common.config import run_identity
 
 EvaluateError = evaluation_env.EvaluateError
 

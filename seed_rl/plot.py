@@ -8,9 +8,10 @@ Reads one scalar (`--tag`, default `episode_return`) from every event file under
 logdirs (no event files and no run record directly, run logdirs with `runs.jsonl` below) stands
 for each of them.
 
-Runs are grouped by what they ran (`--label_by identity`, the default; `seed_rl.common.run_identity`):
-the environment, agent, entry point and flags their learners recorded (`runs.jsonl`,
-`learner_flags.txt`), less the flags that name one run (seed, logdir, address, ...). Runs with
+Runs are grouped by what they ran (`--label_by identity`, the default;
+`seed_rl.common.config.run_identity`): the environment, agent, entry point and flags their
+learners recorded (`runs.jsonl`, `learner_flags.txt`), less the flags that name one run (seed,
+logdir, address, ...). Runs with
 the same identity are the seeds of one group, labelled e.g. "CartPole-v1 · VTRACE" plus the
 flags in which it differs from other groups of that environment and agent; logdirs without a
 run record (older learners) are grouped by their parent directory. `--label_by parent` groups by
@@ -44,7 +45,7 @@ from tensorboard.compat.tensorflow_stub import errors as tb_errors
 from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
 from tensorboard.util import tensor_util
 
-from seed_rl.common import run_identity
+from seed_rl.common.config import run_identity
 
 if TYPE_CHECKING:
   from matplotlib.figure import Figure

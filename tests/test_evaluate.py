@@ -617,7 +617,7 @@ def test_an_environment_process_that_ends_at_start_is_waited_for_and_named(monke
 
 
 def test_a_run_record_whose_last_line_is_not_an_object_is_a_clear_error(tmp_path):
-  """`seed_rl.common.run_identity` reads the record, as for `seed_rl.plot`."""
+  """`seed_rl.common.config.run_identity` reads the record, as for `seed_rl.plot`."""
   from seed_rl import evaluate  # pylint: disable=g-import-not-at-top
   logdir = _fake_logdir(tmp_path, record=['not', 'an', 'object'])
   with pytest.raises(evaluate.EvaluateError,

@@ -30,9 +30,9 @@ import numpy as np
 
 from seed_rl import grpc
 from seed_rl.common import call_refusals
-from seed_rl.common import config_checks
-from seed_rl.common import config_transfer
 from seed_rl.common import env_wrappers
+from seed_rl.common.config import checks
+from seed_rl.common.config import transfer
 from seed_rl.common.structures import EnvOutput
 from seed_rl.grpc import errors
 from seed_rl.grpc import security
@@ -289,9 +289,9 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
   """One connection's worth of acting: until `max_steps` steps or an RPC error."""
   client = _connect(config)
   try:
-    config_transfer.update_config(config, client)
+    transfer.update_config(config, client)
     try:
-      config_checks.check_double_buffering(config)
+      checks.check_double_buffering(config)
     except ValueError as e:
       raise FatalActorError(str(e)) from e
   except BaseException:

@@ -3,13 +3,11 @@
 Each name lives in the module of its concern; the package itself imports from those:
 `structures` (EnvOutput), `devices` (init_learner), `env_state` (per-environment state and the
 unroll store), `replay`, `progress_logger`, `queues`, `tensors` and `networks` (nest and
-network helpers), `specs`, `learner_config` and `config_transfer` (configuration), `restarts`.
+network helpers), `specs`, `config` (checks and transfer of the configuration), `restarts`.
 """
 
-from seed_rl.common import config_transfer
 from seed_rl.common import devices
 from seed_rl.common import env_state
-from seed_rl.common import learner_config
 from seed_rl.common import networks
 from seed_rl.common import progress_logger
 from seed_rl.common import queues
@@ -18,6 +16,8 @@ from seed_rl.common import restarts
 from seed_rl.common import specs
 from seed_rl.common import structures
 from seed_rl.common import tensors
+from seed_rl.common.config import checks
+from seed_rl.common.config import transfer
 
 EnvOutput = structures.EnvOutput
 Settings = devices.Settings
@@ -32,8 +32,8 @@ batch_apply = networks.batch_apply
 make_time_major = tensors.make_time_major
 split_structure = tensors.split_structure
 tensor_spec_from_gym_space = specs.tensor_spec_from_gym_space
-validate_learner_config = learner_config.validate_learner_config
-serialize_config = learner_config.serialize_config
-PER_PROCESS_FLAGS = config_transfer.PER_PROCESS_FLAGS
-update_config = config_transfer.update_config
+validate_learner_config = checks.validate_learner_config
+serialize_config = transfer.serialize_config
+PER_PROCESS_FLAGS = transfer.PER_PROCESS_FLAGS
+update_config = transfer.update_config
 get_non_dying_envs = restarts.get_non_dying_envs

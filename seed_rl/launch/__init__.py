@@ -1,1 +1,1 @@
-"""TensorFlow-free operator tools: local runs (run_local.sh's Python side), flag checks, progress monitor."""
+"""TensorFlow-free operator tools: run_local.sh's Python side, flag checks, progress monitor."""

@@ -10,8 +10,8 @@ flags are parsed with absl exactly as the entry point will parse them; the envir
 this package's entry points (`--env_name`, `--game`, football's `--reward_experiment`) are
 checked against what their environment modules accept (`seed_rl.environments.env_names`,
 imported by name as the entry point is: no environment is created); for `--run_mode=learner`
-the learner's own checks of its batch sizes and counts follow (`config_checks`, the checks the
-learner makes before it starts).
+the learner's own checks of its batch sizes and counts follow (`seed_rl.common.config.checks`,
+the checks the learner makes before it starts).
 
 Exit status 0 when the flags are good (then `--print` writes `name=value` lines of the parsed
 flags, e.g. `--print=logdir,server_address`), 3 when MODULE cannot be imported by this Python,
@@ -42,7 +42,7 @@ from typing import Any, Optional, Sequence
 
 from absl import flags
 
-from seed_rl.common import config_checks
+from seed_rl.common.config import checks
 
 # Launcher (the --prefix of its messages) -> where it sets the actor and environment counts,
 # which its users may try to give as flags.
@@ -131,17 +131,17 @@ def parse(module: str, argv: Sequence[str],
 
 def check_learner_config(config: Any, shape: Optional[str] = None) -> None:
   """The learner's own checks of its flags that need no TensorFlow and no environment
-  (`config_checks.validate_runtime_config`), on a copy: `config` is not changed.
+  (`checks.validate_runtime_config`), on a copy: `config` is not changed.
 
   `shape` says where `--num_envs` comes from (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
   """
   names = ('num_envs', 'env_batch_size', 'inference_batch_size', 'num_eval_envs',
-           'double_buffered_acting') + config_checks.positive_flags(config)
+           'double_buffered_acting') + checks.positive_flags(config)
   if hasattr(config, 'batch_size_transitions'):
     names += ('batch_size_transitions',)
   copy = types.SimpleNamespace(**{name: getattr(config, name) for name in names})
   try:
-    config_checks.validate_runtime_config(copy, num_envs_source=shape)
+    checks.validate_runtime_config(copy, num_envs_source=shape)
   except ValueError as e:
     raise FlagCheckError(str(e)) from None
 

@@ -2,10 +2,8 @@
 
 import pytest
 
-from seed_rl.common import config_transfer
 from seed_rl.common import devices
 from seed_rl.common import env_state
-from seed_rl.common import learner_config
 from seed_rl.common import networks
 from seed_rl.common import progress_logger
 from seed_rl.common import queues
@@ -15,6 +13,8 @@ from seed_rl.common import specs
 from seed_rl.common import structures
 from seed_rl.common import tensors
 from seed_rl.common import utils
+from seed_rl.common.config import checks
+from seed_rl.common.config import transfer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,10 +33,10 @@ pytestmark = pytest.mark.timeout(60)
     ('make_time_major', tensors.make_time_major),
     ('split_structure', tensors.split_structure),
     ('tensor_spec_from_gym_space', specs.tensor_spec_from_gym_space),
-    ('validate_learner_config', learner_config.validate_learner_config),
-    ('serialize_config', learner_config.serialize_config),
-    ('PER_PROCESS_FLAGS', config_transfer.PER_PROCESS_FLAGS),
-    ('update_config', config_transfer.update_config),
+    ('validate_learner_config', checks.validate_learner_config),
+    ('serialize_config', transfer.serialize_config),
+    ('PER_PROCESS_FLAGS', transfer.PER_PROCESS_FLAGS),
+    ('update_config', transfer.update_config),
     ('get_non_dying_envs', restarts.get_non_dying_envs),
 ])
 def test_original_names_are_the_objects_of_their_modules(name, target):

@@ -11,7 +11,7 @@ from typing import Any
 from absl import flags
 
 from seed_rl.agents.policy_gradient import learner_config
-from seed_rl.common import learner_flags
+from seed_rl.common.config import learner_flags
 
 define = learner_flags.define_agent_flag
 

@@ -6,7 +6,7 @@ Imported by the SAC `*_main.py` entry points; `learner.learner_loop` reads the v
 
 from absl import flags
 
-from seed_rl.common import learner_flags
+from seed_rl.common.config import learner_flags
 
 define = learner_flags.define_agent_flag
 

@@ -7,7 +7,7 @@ flags.
 
 from absl import flags
 
-from seed_rl.common import learner_flags
+from seed_rl.common.config import learner_flags
 
 define = learner_flags.define_agent_flag
 

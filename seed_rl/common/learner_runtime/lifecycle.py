@@ -22,8 +22,8 @@ from absl import logging
 import tensorflow as tf
 
 from seed_rl import grpc
-from seed_rl.common import learner_config
 from seed_rl.common import progress_logger
+from seed_rl.common.config import transfer
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.grpc import security
 
@@ -109,7 +109,7 @@ def start_server(config, inference_fns, validate: Callable[[Any], None]) -> 'grp
 
     @tf.function(input_signature=[], autograph=False)
     def get_config():
-      return learner_config.serialize_config(config)
+      return transfer.serialize_config(config)
 
     server.bind(get_config)
   return server

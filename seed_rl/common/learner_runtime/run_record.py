@@ -21,9 +21,9 @@ from typing import Any, Callable, Dict, Optional
 from absl import flags
 import tensorflow as tf
 
-# The file names are the readers' (`seed_rl.common.run_identity`, without TensorFlow), so that writer
-# and readers agree.
-from seed_rl.common.run_identity import FLAGS_FILE, RUNS_FILE
+# The file names are the readers' (`seed_rl.common.config.run_identity`, without TensorFlow), so
+# that writer and readers agree.
+from seed_rl.common.config.run_identity import FLAGS_FILE, RUNS_FILE
 
 
 def _qualified_name(fn: Callable, entry_point: Optional[str]) -> str:

@@ -20,10 +20,10 @@ from absl import logging
 import tensorflow as tf
 
 from seed_rl.common import devices
-from seed_rl.common import config_checks
 from seed_rl.common import profiling
 from seed_rl.common import progress_logger
 from seed_rl.common import specs as specs_lib
+from seed_rl.common.config import checks
 from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import episodes
@@ -43,7 +43,7 @@ _WAITING_LINE_PERIOD_SECS = 5.
 
 def validate_config(config: Any) -> None:
   """The checks every learner makes before it starts; resolves `inference_batch_size=-1`."""
-  config_checks.validate_runtime_config(config)
+  checks.validate_runtime_config(config)
 
 
 def _probe_spaces(create_env_fn: Callable[[int, Any], Any], config: Any):

@@ -1,11 +1,11 @@
-"""Tests of `seed_rl.common.run_identity`: what sets runs apart, read from the learners' run records."""
+"""Tests of `seed_rl.common.config.run_identity`: what sets runs apart, read from run records."""
 
 import json
 
 from absl import flags
 import pytest
 
-from seed_rl.common import run_identity
+from seed_rl.common.config import run_identity
 from seed_rl.common.learner_runtime import run_record
 
 pytestmark = pytest.mark.timeout(60)

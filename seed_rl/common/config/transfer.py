@@ -1,4 +1,4 @@
-"""Sends the learner's experiment configuration to the actors (TensorFlow-free).
+"""Sends the learner's experiment configuration to the actors (TensorFlow-free at import).
 
 The learner binds a `get_config` function returning `serialize_config(FLAGS)`; each actor calls
 `update_config(FLAGS, client)` after connecting, so only the learner needs the full command line.
@@ -57,6 +57,18 @@ def serialize_config_json(config) -> str:
     return json.dumps(payload)
   except TypeError as e:
     raise TypeError(f'Config values must be JSON-serializable: {e}') from e
+
+
+def serialize_config(config) -> 'tf.Tensor':
+  """Scalar string tensor of the experiment configuration, for a bound `get_config` function.
+
+  FlagValues: the experiment flags whose value differs from the default; a dict or a
+  dataclass: all its fields (see `serialize_config_json`). TensorFlow is imported here, when the
+  learner calls it, so that actors import this module without it.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  return tf.constant(serialize_config_json(config))
 
 
 def update_config(current_config, client) -> None:

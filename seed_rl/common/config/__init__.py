@@ -1,0 +1,1 @@
+"""Configuration: the learner's shared flags, their checks and transfer to actors, run setups."""
