@@ -32,10 +32,10 @@ import tensorflow as tf
 
 from bench import ceiling
 from bench import overlapped_compute
-from seed_rl.common import devices
-from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import agent as agent_lib
+from seed_rl.common.learner_runtime import devices
 from seed_rl.common.learner_runtime import inference
+from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import runtime
 from seed_rl.common.learner_runtime import training
 from seed_rl.grpc import binding

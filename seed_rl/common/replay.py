@@ -6,7 +6,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.common import env_state
+from seed_rl.common import tensors
 from seed_rl.common import update_gate
 
 
@@ -47,7 +47,7 @@ class PrioritizedReplay(tf.Module):
     self.importance_sampling_exponent = importance_sampling_exponent
     with self.name_scope:
       self._priorities = tf.Variable(tf.zeros([size]), trainable=False, name='priorities')
-      self._buffer, self._structure = env_state.create_variables(specs, [size])
+      self._buffer, self._structure = tensors.create_variables(specs, [size])
       self.num_inserted = tf.Variable(0, dtype=tf.int64, trainable=False, name='num_inserted')
     self._refused_rows = update_gate.RefusedUpdates('replay rows')
     self._refused_priorities = update_gate.RefusedUpdates('replay priorities')

@@ -1,4 +1,4 @@
-"""Helpers on nests of tensors: time-major layout and splitting along time."""
+"""Helpers on nests of tensors: time-major layout, splitting along time, variables per spec."""
 
 import tensorflow as tf
 
@@ -28,3 +28,19 @@ def split_structure(structure, prefix_length: int, axis: int = 0):
   prefix = tf.nest.pack_sequence_as(structure, [pair[0] for pair in pairs])
   suffix = tf.nest.pack_sequence_as(structure, [pair[1] for pair in pairs])
   return prefix, suffix
+
+
+class _Structure(object):
+  """Holds a nest without tf.Module's tracking, which would turn its tuples into wrappers
+  (Keras 3 rejects those as call arguments)."""
+
+  def __init__(self, nest):
+    self.nest = nest
+
+
+def create_variables(specs, leading_dims):
+  """(flat list of zero variables `[*leading_dims, *spec.shape]`, structure of `specs`)."""
+  variables = [tf.Variable(tf.zeros(list(leading_dims) + spec.shape.as_list(), spec.dtype),
+                           trainable=False, name=spec.name)
+               for spec in tf.nest.flatten(specs)]
+  return variables, _Structure(tf.nest.map_structure(lambda _: None, specs))

@@ -6,18 +6,18 @@ unroll store), `replay`, `progress_logger`, `queues`, `tensors` and `networks` (
 network helpers), `specs`, `config` (checks and transfer of the configuration), `restarts`.
 """
 
-from seed_rl.common import devices
-from seed_rl.common import env_state
 from seed_rl.common import networks
-from seed_rl.common import progress_logger
-from seed_rl.common import queues
 from seed_rl.common import replay
-from seed_rl.common import restarts
 from seed_rl.common import specs
 from seed_rl.common import structures
 from seed_rl.common import tensors
 from seed_rl.common.config import checks
 from seed_rl.common.config import transfer
+from seed_rl.common.learner_runtime import devices
+from seed_rl.common.learner_runtime import env_state
+from seed_rl.common.learner_runtime import progress_logger
+from seed_rl.common.learner_runtime import queues
+from seed_rl.common.learner_runtime import restarts
 
 EnvOutput = structures.EnvOutput
 Settings = devices.Settings

@@ -12,7 +12,7 @@ from seed_rl.agents.policy_gradient.modules import advantages
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss as gol
 from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.common import minibatches
-from seed_rl.common import progress_logger
+from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import Unroll
 from seed_rl.common.structures import EnvOutput
 from tests.agents.policy_gradient.modules import onpolicy_helpers as helpers

@@ -8,8 +8,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.common import env_state
-from seed_rl.common import queues
+from seed_rl.common.learner_runtime import env_state
+from seed_rl.common.learner_runtime import queues
 from seed_rl.common.structures import EnvOutput
 
 # Statistics of one finished episode, and the environment that played it.

@@ -11,11 +11,11 @@ from typing import Any, Callable, Tuple
 
 import tensorflow as tf
 
-from seed_rl.common import env_state
-from seed_rl.common import restarts
 from seed_rl.common import specs as specs_lib
 from seed_rl.common.learner_runtime import agent as agent_lib
+from seed_rl.common.learner_runtime import env_state
 from seed_rl.common.learner_runtime import episodes
+from seed_rl.common.learner_runtime import restarts
 
 # One unroll as training sees it: the recurrent state before its first step, then `[T+1, ...]`
 # (plus `burn_in`) steps of previous action, env output and agent output.

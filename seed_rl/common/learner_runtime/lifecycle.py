@@ -22,9 +22,9 @@ from absl import logging
 import tensorflow as tf
 
 from seed_rl import grpc
-from seed_rl.common import progress_logger
 from seed_rl.common.config import transfer
 from seed_rl.common.learner_runtime import episodes
+from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.grpc import security
 
 # Seconds a learner that finished training waits for its actors to hear it and close their

@@ -19,17 +19,17 @@ from typing import Any, Callable, Tuple
 from absl import logging
 import tensorflow as tf
 
-from seed_rl.common import devices
 from seed_rl.common import profiling
-from seed_rl.common import progress_logger
 from seed_rl.common import specs as specs_lib
 from seed_rl.common.config import checks
 from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import checkpoints
+from seed_rl.common.learner_runtime import devices
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import input_checks
 from seed_rl.common.learner_runtime import lifecycle
+from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import run_record
 from seed_rl.common.learner_runtime import starvation
 from seed_rl.common.learner_runtime import training

@@ -13,7 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from seed_rl.common import queues
+from seed_rl.common.learner_runtime import queues
 
 # Stamps of one unroll: the iterations at which its first and its last trained step were acted.
 _STAMP_SPECS = (tf.TensorSpec([], tf.int64, 'first_step_iteration'),

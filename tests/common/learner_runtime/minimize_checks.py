@@ -15,9 +15,9 @@ def main(num_devices: int) -> None:
   tf.config.set_logical_device_configuration(
       cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
   # pylint: disable=g-import-not-at-top
-  from seed_rl.common import devices
-  from seed_rl.common import progress_logger
   from seed_rl.common.learner_runtime import agent as agent_lib
+  from seed_rl.common.learner_runtime import devices
+  from seed_rl.common.learner_runtime import progress_logger
   from seed_rl.common.learner_runtime import training
   # pylint: enable=g-import-not-at-top
 

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import running_statistics as rs
-from seed_rl.common import progress_logger
 from seed_rl.common.learner_runtime import agent as agent_lib
+from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import training
 
 pytestmark = pytest.mark.timeout(60)

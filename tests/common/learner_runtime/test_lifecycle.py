@@ -13,10 +13,10 @@ import tensorflow as tf
 
 from seed_rl import grpc
 from seed_rl.common import actor
-from seed_rl.common import progress_logger
-from seed_rl.common import queues
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import lifecycle
+from seed_rl.common.learner_runtime import progress_logger
+from seed_rl.common.learner_runtime import queues
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -20,7 +20,7 @@ from typing import Iterable, Union
 from absl import logging
 import tensorflow as tf
 
-from seed_rl.common import devices as devices_lib
+from seed_rl.common.learner_runtime import devices as devices_lib
 
 _STRICT_CONVERSION = 'AUTOGRAPH_STRICT_CONVERSION'
 #: Memory of each of the two logical GPUs `simulate_two_devices` makes, in MB.

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import test_utils
-from seed_rl.common import devices
+from seed_rl.common.learner_runtime import devices
 
 pytestmark = pytest.mark.timeout(60)
 

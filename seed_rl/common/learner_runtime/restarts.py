@@ -6,7 +6,7 @@ compares it with the last one it saw to know when an environment's state must st
 
 import tensorflow as tf
 
-from seed_rl.common import env_state
+from seed_rl.common.learner_runtime import env_state
 
 
 @tf.autograph.experimental.do_not_convert

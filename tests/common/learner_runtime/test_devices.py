@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from seed_rl.common import utils
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.timeout(60)
@@ -28,7 +28,8 @@ def test_single_cpu_learner_uses_one_device_strategy():
 def test_several_devices_get_a_mirrored_strategy_and_one_inference_device_each():
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', CUDA_VISIBLE_DEVICES='')
   process = subprocess.run(
-      [sys.executable, str(ROOT / 'tests' / 'common' / 'multi_device_learner.py')],
+      [sys.executable,
+       str(ROOT / 'tests' / 'common' / 'learner_runtime' / 'multi_device_learner.py')],
       cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
   assert process.returncode == 0, process.stderr[-3000:]
   result = json.loads(process.stdout.strip().splitlines()[-1])

@@ -1,7 +1,7 @@
 """Runs utils.init_learner on a CPU split into two logical devices and trains one step.
 
 Run as a script (logical devices must be configured before TensorFlow initialises); prints one
-JSON line of results for tests/common/test_learner_devices.py.
+JSON line of results for tests/common/learner_runtime/test_devices.py.
 """
 
 import json

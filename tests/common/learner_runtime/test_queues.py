@@ -1,4 +1,4 @@
-"""Tests of seed_rl.common.queues."""
+"""Tests of seed_rl.common.learner_runtime.queues."""
 
 import threading
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import queues
 from seed_rl.common import structures
+from seed_rl.common.learner_runtime import queues
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,4 +1,4 @@
-"""Tests of seed_rl.common.env_state: the unroll store and per-environment state."""
+"""Tests of seed_rl.common.learner_runtime.env_state: the unroll store and per-environment state."""
 
 import collections
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import env_state
+from seed_rl.common.learner_runtime import env_state
 
 pytestmark = pytest.mark.timeout(120)
 

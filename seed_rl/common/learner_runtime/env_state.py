@@ -7,28 +7,14 @@ actions, episode statistics); `UnrollStore` turns each environment's stream of s
 
 import tensorflow as tf
 
+from seed_rl.common import tensors
+
 
 def assert_unique_ids(env_ids, message: str, debug_tensors=()):
   """Raises InvalidArgumentError(message, env_ids, ...) when `env_ids` holds a repeated id."""
   return tf.debugging.Assert(
       tf.equal(tf.size(tf.unique(env_ids)[0]), tf.size(env_ids)),
       [message, env_ids] + list(debug_tensors), summarize=64)
-
-
-class _Structure(object):
-  """Holds a nest without tf.Module's tracking, which would turn its tuples into wrappers
-  (Keras 3 rejects those as call arguments)."""
-
-  def __init__(self, nest):
-    self.nest = nest
-
-
-def create_variables(specs, leading_dims):
-  """(flat list of zero variables `[*leading_dims, *spec.shape]`, structure of `specs`)."""
-  variables = [tf.Variable(tf.zeros(list(leading_dims) + spec.shape.as_list(), spec.dtype),
-                           trainable=False, name=spec.name)
-               for spec in tf.nest.flatten(specs)]
-  return variables, _Structure(tf.nest.map_structure(lambda _: None, specs))
 
 
 class UnrollStore(tf.Module):
@@ -50,7 +36,7 @@ class UnrollStore(tf.Module):
       self._unroll_specs = tf.nest.map_structure(
           lambda s: tf.TensorSpec([self._full_length] + s.shape.as_list(), s.dtype, s.name),
           timestep_specs)
-      self._state, self._structure = create_variables(timestep_specs,
+      self._state, self._structure = tensors.create_variables(timestep_specs,
                                                        [num_envs, self._full_length])
       # Per-environment position of the next write.
       self._index = tf.Variable(
@@ -140,7 +126,7 @@ class PerEnvState(tf.Module):
   def __init__(self, num_envs: int, specs, name: str = 'PerEnvState'):
     super().__init__(name=name)
     with self.name_scope:
-      self._state, self._structure = create_variables(specs, [num_envs])
+      self._state, self._structure = tensors.create_variables(specs, [num_envs])
 
   @tf.autograph.experimental.do_not_convert
   @tf.Module.with_name_scope

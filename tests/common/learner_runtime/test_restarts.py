@@ -1,10 +1,10 @@
-"""Tests of seed_rl.common.restarts: stale rows of restarted actors."""
+"""Tests of seed_rl.common.learner_runtime.restarts: stale rows of restarted actors."""
 
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import env_state
-from seed_rl.common import restarts
+from seed_rl.common.learner_runtime import env_state
+from seed_rl.common.learner_runtime import restarts
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,4 +1,4 @@
-"""Tests of seed_rl.common.progress_logger."""
+"""Tests of seed_rl.common.learner_runtime.progress_logger."""
 
 import time
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import progress_logger
+from seed_rl.common.learner_runtime import progress_logger
 from tests.common.summaries import read_scalars
 
 pytestmark = pytest.mark.timeout(120)
