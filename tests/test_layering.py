@@ -70,7 +70,7 @@ def test_agent_check_tells_agents_apart():
   assert _agent('seed_rl.agents.vtrace.learner') == 'vtrace'
   assert _agent('seed_rl.agents.policy_gradient.modules.popart') == 'policy_gradient'
   assert _agent('seed_rl.agents') is None
-  assert _agent('seed_rl.common.popart') is None
+  assert _agent('seed_rl.common.training.popart') is None
 
 
 def test_layer_check_sees_imports_inside_functions(tmp_path):

@@ -18,7 +18,7 @@ from typing import Any
 import tensorflow as tf
 
 from seed_rl.common import networks
-from seed_rl.common import update_gate
+from seed_rl.common.training import update_gate
 
 
 class Normalizer(tf.Module):

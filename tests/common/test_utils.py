@@ -3,10 +3,8 @@
 import pytest
 
 from seed_rl.common import networks
-from seed_rl.common import replay
 from seed_rl.common import specs
 from seed_rl.common import structures
-from seed_rl.common import tensors
 from seed_rl.common import utils
 from seed_rl.common.config import checks
 from seed_rl.common.config import transfer
@@ -15,6 +13,8 @@ from seed_rl.common.learner_runtime import env_state
 from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import queues
 from seed_rl.common.learner_runtime import restarts
+from seed_rl.common.training import replay
+from seed_rl.common.training import tensors
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -20,10 +20,10 @@ from seed_rl.agents.policy_gradient.modules import continuous_control_agent
 from seed_rl.agents.policy_gradient.modules import input_normalization
 from seed_rl.agents.policy_gradient.modules import policy_losses
 from seed_rl.agents.policy_gradient.modules import policy_regularizers
-from seed_rl.common import popart
-from seed_rl.common import running_statistics
+from seed_rl.common.training import popart
+from seed_rl.common.training import running_statistics
 # pylint: enable=unused-import
-from seed_rl.common import optimizers
+from seed_rl.common.training import optimizers
 
 PPO_GIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
                        'environments', 'mujoco', 'gin', 'ppo.gin')

@@ -5,7 +5,8 @@ whose variables (weights and observation statistics) are copied to the inference
 every training step. The unroll queue holds exactly one training step's unrolls and, with
 `block_inference_on_training`, inference waits while a step trains: each batch is acted by the
 weights of the previous step (on-policy). A step trains `epochs_per_step` epochs of
-`batches_per_step` minibatch steps of a `GeneralizedOnPolicyLoss` (`seed_rl.common.minibatches`).
+`batches_per_step` minibatch steps of a `GeneralizedOnPolicyLoss`
+(`seed_rl.common.training.minibatches`).
 Evaluation environments (the `num_eval_envs` highest ids) act with the distribution's mode.
 """
 
@@ -20,10 +21,10 @@ import tensorflow as tf
 from seed_rl.agents.policy_gradient import learner_flags
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
 from seed_rl.common import learner_runtime
-from seed_rl.common import logging_module
-from seed_rl.common import minibatches
 from seed_rl.common import parametric_distribution
 from seed_rl.common import specs as specs_lib
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import minibatches
 
 # The operative gin configuration, written to the logdir when training ends.
 GIN_CONFIG_FILE = 'learner.gin'

@@ -25,9 +25,9 @@ from seed_rl.agents.r2d2.learning import inverse_value_function_rescaling  # noq
 from seed_rl.agents.r2d2.learning import n_step_bellman_target  # noqa: F401
 from seed_rl.agents.r2d2.learning import value_function_rescaling  # noqa: F401
 from seed_rl.common import learner_runtime
-from seed_rl.common import replay as replay_lib
 from seed_rl.common import specs as specs_lib
-from seed_rl.common import tensors
+from seed_rl.common.training import replay as replay_lib
+from seed_rl.common.training import tensors
 
 FLAGS = flags.FLAGS
 

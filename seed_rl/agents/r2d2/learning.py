@@ -6,7 +6,7 @@ as in the original SEED RL; the learner (`learner.py`) wires them into the learn
 
 import tensorflow as tf
 
-from seed_rl.common import tensors
+from seed_rl.common.training import tensors
 
 
 def get_envs_epsilon(env_ids, num_training_envs: int, num_eval_envs: int, eval_epsilon: float,

@@ -16,10 +16,10 @@ import tensorflow as tf
 from seed_rl.agents.sac.learning import compute_loss  # The original's public name.
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
-from seed_rl.common import replay as replay_lib
 from seed_rl.common import specs as specs_lib
-from seed_rl.common import tensors
-from seed_rl.common.entropy_cost import EntropyCost
+from seed_rl.common.training import replay as replay_lib
+from seed_rl.common.training import tensors
+from seed_rl.common.training.entropy_cost import EntropyCost
 
 FLAGS = flags.FLAGS
 

@@ -18,12 +18,12 @@ import tensorflow as tf
 
 from seed_rl.agents.vtrace.learning import compute_loss  # The original's public name.
 from seed_rl.common import learner_runtime
-from seed_rl.common import minibatches
 from seed_rl.common import parametric_distribution
-from seed_rl.common import popart
-from seed_rl.common import running_statistics
-from seed_rl.common import tensors
-from seed_rl.common.entropy_cost import EntropyCost
+from seed_rl.common.training import minibatches
+from seed_rl.common.training import popart
+from seed_rl.common.training import running_statistics
+from seed_rl.common.training import tensors
+from seed_rl.common.training.entropy_cost import EntropyCost
 
 FLAGS = flags.FLAGS
 # PopArt's statistics fold their buffer into the accumulator every so many optimizer steps: the

@@ -8,8 +8,8 @@ from typing import Any, Callable, Dict, Tuple
 
 import tensorflow as tf
 
-from seed_rl.common import popart
 from seed_rl.common import vtrace
+from seed_rl.common.training import popart
 
 
 def bootstrap_abandoned_steps(rewards, values, abandoned):

@@ -19,8 +19,8 @@ from absl import logging
 import tensorflow as tf
 
 from seed_rl.common import specs as specs_lib
-from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import checkpoint_files
+from seed_rl.common.training import update_gate
 
 # Seconds after a refused or failed save before the next try (or the period, when shorter).
 _RETRY_SECS = 60.

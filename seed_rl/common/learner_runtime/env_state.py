@@ -7,7 +7,7 @@ actions, episode statistics); `UnrollStore` turns each environment's stream of s
 
 import tensorflow as tf
 
-from seed_rl.common import tensors
+from seed_rl.common.training import tensors
 
 
 def assert_unique_ids(env_ids, message: str, debug_tensors=()):

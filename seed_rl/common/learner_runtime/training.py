@@ -4,9 +4,9 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
-from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import progress_logger
+from seed_rl.common.training import update_gate
 
 # What the learner's rate-limited warning says when a step or a state update was refused.
 NON_FINITE_WARNING = (

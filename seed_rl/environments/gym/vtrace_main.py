@@ -52,7 +52,7 @@ def create_agent(unused_action_space, unused_observation_space,
 
 
 def create_optimizer(final_iteration):
-  from seed_rl.common import optimizers  # pylint: disable=g-import-not-at-top
+  from seed_rl.common.training import optimizers  # pylint: disable=g-import-not-at-top
   return optimizers.adam_with_linear_decay(FLAGS.learning_rate, FLAGS.lr_decay_multiplier,
                                            final_iteration)
 

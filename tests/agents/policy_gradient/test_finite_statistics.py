@@ -13,8 +13,8 @@ from seed_rl.agents.policy_gradient.modules import input_normalization
 from seed_rl.agents.policy_gradient.modules import popart
 from seed_rl.agents.policy_gradient.modules import running_statistics as rs
 from seed_rl.common import parametric_distribution
-from seed_rl.common import update_gate
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import update_gate
 
 pytestmark = pytest.mark.timeout(60)
 

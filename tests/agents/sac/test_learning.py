@@ -21,9 +21,9 @@ import tensorflow as tf
 
 from seed_rl.agents.sac import learning
 from seed_rl.agents.sac import networks
-from seed_rl.common import entropy_cost as entropy_cost_lib
 from seed_rl.common import parametric_distribution
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import entropy_cost as entropy_cost_lib
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,12 +17,12 @@ import tensorflow as tf
 from seed_rl.agents.vtrace import learner
 from seed_rl.agents.vtrace.networks import AgentOutput
 from seed_rl.common import parametric_distribution
-from seed_rl.common import tensors
 from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import training
 from seed_rl.common.learner_runtime import unroll_queue
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import tensors
 
 pytestmark = pytest.mark.timeout(120)
 

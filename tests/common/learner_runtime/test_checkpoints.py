@@ -15,9 +15,9 @@ from seed_rl.agents.sac import networks as sac_networks
 from seed_rl.agents.vtrace import learner as vtrace_learner
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import specs
-from seed_rl.common import update_gate
 from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import runtime
+from seed_rl.common.training import update_gate
 from seed_rl.environments.gym import env as gym_env
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,8 +17,8 @@ from seed_rl.agents.vtrace import networks
 from seed_rl.common import env_wrappers
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
-from seed_rl.common import tensors
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import tensors
 from seed_rl.environments.gym import env as gym_env
 from tests.common.summaries import read_scalars
 

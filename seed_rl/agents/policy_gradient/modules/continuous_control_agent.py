@@ -53,7 +53,7 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import input_normalization
 from seed_rl.common import networks as common_networks
-from seed_rl.common import running_statistics
+from seed_rl.common.training import running_statistics
 
 AgentOutput = collections.namedtuple('AgentOutput',
                                      'action policy_logits baseline')

@@ -32,10 +32,10 @@ from typing import Any
 import gin
 import tensorflow as tf
 
-from seed_rl.common import logging_module
 from seed_rl.common import parametric_distribution as pd
-from seed_rl.common import popart
 from seed_rl.common import structures
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import popart
 
 
 class PolicyLoss(tf.Module, metaclass=abc.ABCMeta):

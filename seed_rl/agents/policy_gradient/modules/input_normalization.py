@@ -21,8 +21,8 @@ refused and counted (`update_gate`): the old values stay.
 import gin
 import tensorflow as tf
 
-from seed_rl.common import running_statistics
-from seed_rl.common import update_gate
+from seed_rl.common.training import running_statistics
+from seed_rl.common.training import update_gate
 
 
 @gin.configurable

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import constraints
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
-from seed_rl.common import logging_module
+from seed_rl.common.training import logging_module
 
 Transformation = Callable[[tf.Tensor], tf.Tensor]
 

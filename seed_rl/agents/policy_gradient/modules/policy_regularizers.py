@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import constraints
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
-from seed_rl.common import logging_module
 from seed_rl.common import parametric_distribution as pd
+from seed_rl.common.training import logging_module
 
 
 def _kl_pi_mu(dist: pd.ParametricDistribution, target: tf.Tensor, behaviour: tf.Tensor

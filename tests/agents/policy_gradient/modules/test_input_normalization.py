@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from seed_rl.agents.policy_gradient.modules import input_normalization
 from seed_rl.agents.policy_gradient.modules import running_statistics as rs
-from tests.common.test_running_statistics import (
+from tests.common.training.test_running_statistics import (
     run_two_replica_script)
 
 TRACKERS = {

@@ -1,4 +1,4 @@
-"""Tests for seed_rl.common.logging_module (also the original's
+"""Tests for seed_rl.common.training.logging_module (also the original's
 seed_rl.agents.policy_gradient.modules.logging_module)."""
 
 import collections

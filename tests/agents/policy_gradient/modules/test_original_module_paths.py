@@ -9,10 +9,10 @@ from seed_rl.agents.policy_gradient.modules import logging_module as old_logging
 from seed_rl.agents.policy_gradient.modules import popart as old_popart
 from seed_rl.agents.policy_gradient.modules import ppo_training_step_utils
 from seed_rl.agents.policy_gradient.modules import running_statistics as old_running_statistics
-from seed_rl.common import logging_module
-from seed_rl.common import minibatches
-from seed_rl.common import popart
-from seed_rl.common import running_statistics
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import minibatches
+from seed_rl.common.training import popart
+from seed_rl.common.training import running_statistics
 
 MOVED = [(old_popart, popart), (old_running_statistics, running_statistics),
          (ppo_training_step_utils, minibatches), (old_logging_module, logging_module)]
@@ -34,7 +34,7 @@ def test_gin_names_of_the_original_bind_the_moved_configurables_once():
     gin.parse_config([
         'PopArt.compensate = False',
         'running_statistics.AverageMeanStd.std_min_value = 0.5',
-        'seed_rl.common.running_statistics.EMAMeanStd.beta = 0.25',
+        'seed_rl.common.training.running_statistics.EMAMeanStd.beta = 0.25',
     ])
     assert old_popart.PopArt(old_running_statistics.AverageMeanStd()).compensate is False
     assert running_statistics.AverageMeanStd()._std_min_value == 0.5

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import replay as replay_lib
-from seed_rl.common import update_gate
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import replay as replay_lib
+from seed_rl.common.training import update_gate
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,4 +1,4 @@
-"""Tests of seed_rl.common.running_statistics."""
+"""Tests of seed_rl.common.training.running_statistics."""
 
 import json
 import os
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import running_statistics as rs
+from seed_rl.common.training import running_statistics as rs
+from tests.processes import ROOT
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO_ROOT = str(ROOT)
 
 # Defines `strategy` (MirroredStrategy over the CPU split in two) and
 # `on_replicas(fn, parts)`, which runs `fn(part)` on replica i with
@@ -277,7 +278,7 @@ def test_gin_configurables():
 
 
 _MULTI_REPLICA_BODY = r'''
-from seed_rl.common import running_statistics as rs
+from seed_rl.common.training import running_statistics as rs
 
 rng = np.random.default_rng(0)
 # Three updates; the replicas get different numbers of rows.
@@ -349,7 +350,7 @@ def test_statistics_aggregate_over_two_replicas():
 # collective ops from the same keys, so reductions of different shapes in two
 # strategies must not go through collectives.
 _STRATEGY_PER_TRACKER_BODY = r'''
-from seed_rl.common import running_statistics as rs
+from seed_rl.common.training import running_statistics as rs
 
 data = np.arange(200, dtype=np.float32).reshape(20, 10)
 halves = np.split(data, 2)

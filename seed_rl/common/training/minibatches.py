@@ -22,8 +22,8 @@ import weakref
 
 import tensorflow as tf
 
-from seed_rl.common import logging_module
-from seed_rl.common import tensors
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import tensors
 
 # Single transitions with their (normalized) value targets and advantages: each leaf `[N, ...]`.
 Transitions = collections.namedtuple(

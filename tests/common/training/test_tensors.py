@@ -1,10 +1,10 @@
-"""Tests of seed_rl.common.tensors."""
+"""Tests of seed_rl.common.training.tensors."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import tensors
+from seed_rl.common.training import tensors
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import replay
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import replay
 
 pytestmark = pytest.mark.timeout(120)
 

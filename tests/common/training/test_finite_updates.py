@@ -1,7 +1,7 @@
 """Gated learner state updates (`update_gate`): refused as a whole, counted once, on one device
 and on a MirroredStrategy of two replicas; the observation normalizer goes through the gate.
 
-Run as a script (`python -m tests.common.test_finite_updates`) it splits the CPU into two
+Run as a script (`python -m tests.common.training.test_finite_updates`) it splits the CPU into two
 logical devices, which must happen before TensorFlow initialises, and prints one JSON line.
 """
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _refused(kind: str) -> int:
-  from seed_rl.common import update_gate  # pylint: disable=g-import-not-at-top
+  from seed_rl.common.training import update_gate  # pylint: disable=g-import-not-at-top
   return update_gate.refused_counts().get(f'refused {kind}', 0)
 
 
@@ -44,7 +44,7 @@ def test_observation_normalizer_refuses_a_non_finite_fold_and_keeps_working():
 
 def test_a_refusal_on_one_replica_is_a_refusal_on_every_replica_counted_once():
   result = subprocess.run(
-      [sys.executable, '-m', 'tests.common.test_finite_updates'],
+      [sys.executable, '-m', 'tests.common.training.test_finite_updates'],
       cwd=ROOT, capture_output=True, text=True, timeout=100,
       env={'PYTHONPATH': str(ROOT), 'TF_CPP_MIN_LOG_LEVEL': '2', 'PATH': '/usr/bin:/bin'})
   assert result.returncode == 0, result.stderr[-3000:]

@@ -6,8 +6,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from seed_rl.common import tensors
-from seed_rl.common import update_gate
+from seed_rl.common.training import tensors
+from seed_rl.common.training import update_gate
 
 
 def _as_tensor_specs(specs):

@@ -30,9 +30,9 @@ statistics it compensates.
 import gin
 import tensorflow as tf
 
-from seed_rl.common import logging_module
-from seed_rl.common import running_statistics
-from seed_rl.common import update_gate
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import running_statistics
+from seed_rl.common.training import update_gate
 
 
 def _compensation(name: str, initial_value: tf.Tensor) -> tf.Variable:

@@ -1,5 +1,5 @@
-"""seed_rl.common.minibatches: the minibatches each batch mode shows `minimize`, and the library
-signature `ppo_training_step` training a loss with its optimizer and logger."""
+"""seed_rl.common.training.minibatches: the minibatches each batch mode shows `minimize`, and
+the library signature `ppo_training_step` training a loss with its optimizer and logger."""
 
 import gc
 import weakref
@@ -11,10 +11,10 @@ import tensorflow as tf
 from seed_rl.agents.policy_gradient.modules import advantages
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss as gol
 from seed_rl.agents.policy_gradient.modules import policy_losses
-from seed_rl.common import minibatches
 from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import Unroll
 from seed_rl.common.structures import EnvOutput
+from seed_rl.common.training import minibatches
 from tests.agents.policy_gradient.modules import onpolicy_helpers as helpers
 
 B, T = 4, 3  # Unrolls of T + 1 steps.

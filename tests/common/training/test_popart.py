@@ -1,4 +1,4 @@
-"""Tests of seed_rl.common.popart."""
+"""Tests of seed_rl.common.training.popart."""
 
 import inspect
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed_rl.common import logging_module
-from seed_rl.common import popart
-from seed_rl.common import running_statistics as rs
-from tests.common.test_running_statistics import run_two_replica_script
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import popart
+from seed_rl.common.training import running_statistics as rs
+from tests.common.training.test_running_statistics import run_two_replica_script
 
 TRACKERS = {
     'ema': lambda: rs.EMAMeanStd(.5),
@@ -167,9 +167,9 @@ def test_gin_configurable():
 
 
 _MULTI_REPLICA_BODY = r'''
-from seed_rl.common import logging_module
-from seed_rl.common import popart
-from seed_rl.common import running_statistics as rs
+from seed_rl.common.training import logging_module
+from seed_rl.common.training import popart
+from seed_rl.common.training import running_statistics as rs
 
 rng = np.random.default_rng(0)
 # Value targets [T, B]: the replicas get different batch sizes.

@@ -30,7 +30,7 @@ from typing import Optional, Sequence, Tuple, Union
 import gin
 import tensorflow as tf
 
-from seed_rl.common import update_gate
+from seed_rl.common.training import update_gate
 
 Scalar = Union[float, tf.Tensor]
 MeanAndStd = Tuple[tf.Tensor, tf.Tensor]

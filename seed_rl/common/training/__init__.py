@@ -1,0 +1,1 @@
+"""Learning building blocks agents share: optimizers, entropy cost, PopArt, statistics, replay."""
