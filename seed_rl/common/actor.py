@@ -11,7 +11,7 @@ actor closes its environments, reconnects, waiting as long as it takes, and star
 run ids, which tells the learner to reset those environments' state.
 
 When the learner refuses a call in a way that the same call can pass later
-(`seed_rl.common.call_refusals`: its env ids are owned by a live actor on another connection,
+(`seed_rl.grpc.call_refusals`: its env ids are owned by a live actor on another connection,
 or the server holds its limit of bytes in flight), the actor sends the same call again after a
 pause that grows up to `REFUSAL_RETRY_SECS[1]`, keeping its run ids: an actor started while
 another with the same --task runs takes over once that one is gone. Any other refusal ends the
@@ -29,7 +29,7 @@ from absl import logging
 import numpy as np
 
 from seed_rl import grpc
-from seed_rl.common import call_refusals
+from seed_rl.grpc import call_refusals
 from seed_rl.common import env_wrappers
 from seed_rl.common.config import checks
 from seed_rl.common.config import transfer

@@ -66,6 +66,7 @@ import tensorflow as tf
 
 from seed_rl.grpc import batching
 from seed_rl.grpc import binding
+from seed_rl.grpc import call_refusals
 from seed_rl.grpc import caller
 from seed_rl.grpc import client as client_lib
 from seed_rl.grpc import errors
@@ -507,7 +508,8 @@ class _Run:
     else:
       message = (f'Request of {size} bytes refused: the server already holds {held} bytes of '
                  f'requests in flight and its limit is {limit} bytes '
-                 f'(Server(..., max_bytes_in_flight={limit})); retry later, or raise the limit')
+                 f'(Server(..., max_bytes_in_flight={limit})); '
+                 f'{call_refusals.RETRY_LATER}, or raise the limit')
     return batching.error_response(errors.RESOURCE_EXHAUSTED, message)
 
   def _dispatch(self, data: bytes) -> bytes:

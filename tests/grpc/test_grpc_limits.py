@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from seed_rl import grpc
+from seed_rl.grpc import call_refusals
 from seed_rl.grpc import server as server_lib
 
 ROW_BYTES = 10_000
@@ -77,12 +78,15 @@ def test_requests_over_the_byte_limit_are_refused_while_small_ones_are_served(
   # 3 more rows would hold 50 kB in all.
   with pytest.raises(tf.errors.ResourceExhaustedError,
                      match=r'already holds 200\d\d bytes .* its limit is 45000 bytes '
-                           r'\(Server\(\.\.\., max_bytes_in_flight=45000\)\)'):
+                           r'\(Server\(\.\.\., max_bytes_in_flight=45000\)\)') as held:
     other.rows(_block(3))
-  # A request larger than the limit by itself.
-  with pytest.raises(tf.errors.ResourceExhaustedError,
-                     match=r'larger than the server\'s limit .* max_bytes_in_flight=45000'):
+  # The actor tells it apart as a refusal that the same call passes later.
+  assert call_refusals.is_retryable(held.value)
+  # A request larger than the limit by itself, which never passes.
+  too_large = r'larger than the server\'s limit .* max_bytes_in_flight=45000'
+  with pytest.raises(tf.errors.ResourceExhaustedError, match=too_large) as large:
     other.rows(np.zeros([5, ROW_BYTES], np.uint8))
+  assert not call_refusals.is_retryable(large.value)
   # Small requests are served meanwhile, on the same stream.
   assert other.small(41) == 42
   assert not pending.done()

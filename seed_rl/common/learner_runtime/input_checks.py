@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from absl import logging
 import numpy as np
 
-from seed_rl.common import call_refusals
+from seed_rl.grpc import call_refusals
 from seed_rl.grpc import caller
 
 # Seconds between two warnings about refused takeovers of the same env ids.
