@@ -13,6 +13,18 @@ from seed_rl.launch import progress_monitor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+_IMPORT_WITHOUT_TENSORFLOW = ('import importlib, sys\n'
+                              'for module in sys.argv[1:]:\n'
+                              '  importlib.import_module(module)\n'
+                              '  assert "tensorflow" not in sys.modules, module\n')
+
+
+def import_without_tensorflow(modules: Sequence[str]) -> subprocess.CompletedProcess:
+  """Imports `modules` in order in a fresh interpreter, which fails with an AssertionError
+  naming the first of them after whose import TensorFlow is loaded."""
+  return subprocess.run([sys.executable, '-c', _IMPORT_WITHOUT_TENSORFLOW, *modules], cwd=ROOT,
+                        capture_output=True, text=True, timeout=60)
+
 
 class Process(object):
   """A child process whose combined output goes to a log file that tests can wait on."""

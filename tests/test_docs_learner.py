@@ -1,22 +1,21 @@
-"""docs/learner.md's module map against `seed_rl/common/`: every module listed, each once, and
-the modules marked *no TF* import no TensorFlow."""
+"""docs/learner.md's module map against `seed_rl/common/` and `seed_rl/launch/`: every module
+listed, each once, and the modules marked *no TF* import no TensorFlow."""
 
 import re
-import subprocess
-import sys
 from typing import Dict, List
 
 import pytest
 
+from tests import processes
 from tests.docs_tables import section, table_rows
-from tests.processes import ROOT
 
 pytestmark = pytest.mark.timeout(120)
 
 PAGE = 'learner.md'
-MAP_SECTION = '## Module map: `seed_rl/common/`'
+MAP_SECTION = '## Module map'
 # Each table of the module map, by the package it maps.
-PACKAGES = ('seed_rl/common', 'seed_rl/common/learner_runtime')
+PACKAGES = ('seed_rl/common', 'seed_rl/common/config', 'seed_rl/common/training', 'seed_rl/launch',
+            'seed_rl/common/learner_runtime')
 
 
 def module_tables() -> List[Dict[str, str]]:
@@ -35,20 +34,17 @@ def test_the_map_lists_every_module_of_the_packages():
   tables = module_tables()
   assert len(tables) == len(PACKAGES)
   for package, table in zip(PACKAGES, tables):
-    files = {path.name for path in (ROOT / package).glob('*.py') if path.name != '__init__.py'}
-    assert set(table) == files, f'{package}: missing {files - set(table)}, gone {set(table) - files}'
+    files = {path.name for path in (processes.ROOT / package).glob('*.py')
+             if path.name != '__init__.py'}
+    assert set(table) == files, (
+        f'{package}: missing {files - set(table)}, gone {set(table) - files}')
 
 
 def test_the_modules_marked_no_tf_import_no_tensorflow():
-  [table, _] = module_tables()
-  modules = [f'seed_rl.common.{name[:-3]}' for name, job in table.items()
-             if job.startswith('*no TF*')]
+  modules = [f'{package.replace("/", ".")}.{name[:-3]}'
+             for package, table in zip(PACKAGES, module_tables())
+             for name, job in table.items() if job.startswith('*no TF*')]
   assert modules
-  check = ('import importlib, sys\n'
-           'for module in sys.argv[1:]:\n'
-           '  importlib.import_module(module)\n'
-           '  assert "tensorflow" not in sys.modules, module\n')
-  result = subprocess.run([sys.executable, '-c', check, *modules], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+  result = processes.import_without_tensorflow(modules)
   assert result.returncode == 0, re.sub(r'(?s).*AssertionError: ', 'imports TensorFlow: ',
                                         result.stderr)

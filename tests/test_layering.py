@@ -1,10 +1,12 @@
-"""The package's layering holds: shm -> grpc -> common -> agents -> environments -> tools, no
-loops.
+"""The package's layering holds: shm -> grpc -> common -> agents -> environments -> launch and
+tools, no loops; `seed_rl/common` is grouped by job.
 
 A module may import seed_rl modules of its own layer or of a lower one only; the flag modules
 of the agents are the way environments' entry points reach the agents. No agent package imports
-another: what two agents share lives in `common`. The tools are the
-modules directly in `seed_rl` (`evaluate`, `plot`), which may use everything.
+another: what two agents share lives in `common`. The top layer holds `seed_rl.launch` (the
+operator's command-line tools, which import no TensorFlow) and the tools directly in `seed_rl`
+(`evaluate`, `plot`), which may use everything. `seed_rl/common` keeps the original's public
+modules at its root and groups the rest in subpackages that say what they hold.
 """
 
 import ast
@@ -12,8 +14,12 @@ import pathlib
 
 import pytest
 
+from tests import processes
+
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'seed_rl'
 LAYERS = ['shm', 'grpc', 'common', 'agents', 'environments']
+# Modules at the root of `seed_rl/common` (the original's public ones and a few shared by all).
+MAX_COMMON_ROOT_MODULES = 12
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,3 +85,25 @@ def test_layer_check_sees_imports_inside_functions(tmp_path):
   assert list(_imports(path)) == ['seed_rl.agents.vtrace', 'seed_rl.agents.vtrace.networks']
   assert _layer('seed_rl.agents.vtrace') > _layer('seed_rl.common.actor')
   assert _layer('seed_rl.evaluate') > _layer('seed_rl.environments.gym.env')
+  assert _layer('seed_rl.launch.local_run') == _layer('seed_rl.evaluate')
+
+
+def test_common_root_holds_few_modules():
+  modules = sorted(path.stem for path in (PACKAGE / 'common').glob('*.py')
+                   if path.name != '__init__.py')
+  assert len(modules) <= MAX_COMMON_ROOT_MODULES, modules
+
+
+@pytest.mark.parametrize('package', ['common', 'launch'])
+def test_every_package_of_common_and_launch_says_what_it_holds(package):
+  inits = sorted((PACKAGE / package).rglob('__init__.py'))
+  assert inits
+  missing = [str(init.parent.relative_to(PACKAGE)) for init in inits
+             if not ast.get_docstring(ast.parse(init.read_text()))]
+  assert not missing
+
+
+def test_launch_modules_import_no_tensorflow():
+  modules = [_module_name(path) for path in sorted((PACKAGE / 'launch').rglob('*.py'))]
+  result = processes.import_without_tensorflow(modules)
+  assert result.returncode == 0, result.stderr[-2000:]

@@ -1,9 +1,11 @@
 """The original SEED RL's `seed_rl.common.utils` names, for code written against it.
 
 Each name lives in the module of its concern; the package itself imports from those:
-`structures` (EnvOutput), `devices` (init_learner), `env_state` (per-environment state and the
-unroll store), `replay`, `progress_logger`, `queues`, `tensors` and `networks` (nest and
-network helpers), `specs`, `config` (checks and transfer of the configuration), `restarts`.
+`structures` (EnvOutput), `networks` (network helpers), `specs`; `config.checks` and
+`config.transfer` (the configuration); `learner_runtime.devices` (init_learner),
+`learner_runtime.env_state` (per-environment state and the unroll store),
+`learner_runtime.progress_logger`, `learner_runtime.queues`, `learner_runtime.restarts`;
+`training.replay` and `training.tensors` (nest helpers).
 """
 
 from seed_rl.common import networks
