@@ -90,7 +90,8 @@ setuptools.setup(
     python_requires='>=3.10',
     packages=setuptools.find_packages(include=['seed_rl', 'seed_rl.*']),
     # ppo.gin: the PPO entry points' default configuration.
-    package_data={'seed_rl.grpc': ['*.proto'], 'seed_rl.environments.mujoco': ['gin/*.gin']},
+    package_data={'seed_rl.grpc': ['*.proto'], 'seed_rl.environments.mujoco': ['gin/*.gin'],
+                  'seed_rl.environments.atari': ['one_machine/*.flags']},
     install_requires=CORE_REQUIRES,
     extras_require=EXTRAS,
 )
