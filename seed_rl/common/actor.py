@@ -22,13 +22,14 @@ from concurrent import futures
 import socket
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from absl import flags
 from absl import logging
 import numpy as np
 
 from seed_rl import grpc
+from seed_rl.grpc import address_list
 from seed_rl.grpc import call_refusals
 from seed_rl.common import env_wrappers
 from seed_rl.common.config import checks
@@ -112,19 +113,35 @@ def check_server_address(address: str) -> None:
                           f'({e.strerror}).') from e
 
 
-def _connect(config) -> 'grpc.Client':
-  """A client of the learner, waiting for it as long as it takes, with a line now and then."""
-  check_server_address(config.server_address)
+def actor_address(server_address: str) -> str:
+  """The address an actor connects to: `server_address` itself, or for a learner's list of
+  addresses (`localhost:8686,shm:run1`) its first `shm:` address, else its first
+  (`address_list.for_actor`); raises FatalActorError for a list or an address that cannot be
+  used (`check_server_address`)."""
+  try:
+    address = address_list.for_actor(server_address)
+  except address_list.AddressListError as e:
+    raise FatalActorError(str(e)) from None
+  check_server_address(address)
+  return address
+
+
+def _connect(config) -> Tuple['grpc.Client', str]:
+  """A client of the learner and the address it connected to, waiting for the learner as long
+  as it takes, with a line now and then."""
+  address = actor_address(config.server_address)
+  if address != config.server_address:
+    logging.info('--server_address lists %s; this actor uses %s (an actor on another machine '
+                 'needs the gRPC address alone).', config.server_address, address)
   unavailable = errors.error_classes(errors.UNAVAILABLE)
   waited = 0.
   while True:
     try:
-      return grpc.Client(config.server_address, timeout=CONNECT_LOG_PERIOD,
-                         **security.client_kwargs_from_config(config))
+      return grpc.Client(address, timeout=CONNECT_LOG_PERIOD,
+                         **security.client_kwargs_from_config(config)), address
     except unavailable:
       waited += CONNECT_LOG_PERIOD
-      logging.warning('No learner at %s for %.0f s; is it running?', config.server_address,
-                      waited)
+      logging.warning('No learner at %s for %.0f s; is it running?', address, waited)
 
 
 class _RefusalRetries(object):
@@ -287,7 +304,7 @@ class _Acting(object):
 
 def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> None:
   """One connection's worth of acting: until `max_steps` steps or an RPC error."""
-  client = _connect(config)
+  client, address = _connect(config)
   try:
     transfer.update_config(config, client)
     try:
@@ -301,7 +318,7 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
   try:
     env_ids = np.concatenate([group.env_ids for group in acting.groups])
     logging.info('Actor %d connected to %s; environments %d to %d%s.', config.task,
-                 config.server_address, env_ids[0], env_ids[-1],
+                 address, env_ids[0], env_ids[-1],
                  ', double-buffered' if len(acting.groups) == 2 else '')
     render = config.render and config.task == 0
 

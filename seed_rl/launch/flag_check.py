@@ -1,7 +1,7 @@
 r"""Checks the flags of an entry point in about a second, before anything starts.
 
   python -m seed_rl.launch.flag_check [--prefix=NAME] [--shape=TEXT] [--print=FLAG,...] \
-      MODULE [--flag=value ...]
+      [--print_given=FLAG,...] MODULE [--flag=value ...]
 
 MODULE is an entry point such as `seed_rl.environments.gym.vtrace_main`; the flags are the
 command line its learner (or actor) would get. The entry points define flags only at import time
@@ -14,7 +14,9 @@ the learner's own checks of its batch sizes and counts follow (`seed_rl.common.c
 the checks the learner makes before it starts).
 
 Exit status 0 when the flags are good (then `--print` writes `name=value` lines of the parsed
-flags, e.g. `--print=logdir,server_address`), 3 when MODULE cannot be imported by this Python,
+flags, e.g. `--print=logdir,server_address`, and `--print_given` a line `given_NAME=1` for each
+of its flags given on the command line or in a flag file, else `given_NAME=0`), 3 when MODULE
+cannot be imported by this Python,
 else 2 with one line on stderr:
 
   run_local.sh: unknown flag --gme=Breakout (did you mean --game?) of seed_rl.environments...
@@ -43,6 +45,7 @@ from typing import Any, Optional, Sequence
 from absl import flags
 
 from seed_rl.common.config import checks
+from seed_rl.grpc import address_list
 
 # Launcher (the --prefix of its messages) -> where it sets the actor and environment counts,
 # which its users may try to give as flags.
@@ -161,24 +164,32 @@ def check_environment_names(module: str, values: Any) -> None:
 
 def check(module: str, argv: Sequence[str], shape: Optional[str] = None,
           launcher: Optional[str] = None) -> flags.FlagValues:
-  """`parse(module, argv, launcher)`, `check_environment_names`, then for `--run_mode=learner`
-  `check_learner_config`."""
+  """`parse(module, argv, launcher)`, `check_environment_names`, the list of
+  `--server_address` (`address_list.split`: one learner serves every address of it), then for
+  `--run_mode=learner` `check_learner_config`."""
   values = parse(module, argv, launcher)
   check_environment_names(module, values)
+  if 'server_address' in values:
+    try:
+      address_list.split(values.server_address)
+    except address_list.AddressListError as e:
+      raise FlagCheckError(str(e)) from None
   if 'run_mode' in values and values.run_mode == 'learner':
     check_learner_config(values, shape)
   return values
 
 
 def main(argv: Sequence[str]) -> int:
-  options = {'prefix': 'seed_rl', 'shape': None, 'print': ''}
+  options = {'prefix': 'seed_rl', 'shape': None, 'print': '', 'print_given': ''}
   args = list(argv[1:])
-  while args and args[0].split('=', 1)[0] in ('--prefix', '--shape', '--print'):
+  while args and args[0].split('=', 1)[0] in ('--prefix', '--shape', '--print',
+                                              '--print_given'):
     name, _, value = args.pop(0)[2:].partition('=')
     options[name] = value
   if not args or args[0].startswith('-'):
     print('usage: python -m seed_rl.launch.flag_check [--prefix=NAME] [--shape=TEXT] '
-          '[--print=FLAG,...] MODULE [--flag=value ...]', file=sys.stderr)
+          '[--print=FLAG,...] [--print_given=FLAG,...] MODULE [--flag=value ...]',
+          file=sys.stderr)
     return 2
   module, module_argv = args[0], args[1:]
   try:
@@ -188,6 +199,10 @@ def main(argv: Sequence[str]) -> int:
       if name not in values:
         raise FlagCheckError(f'{module} has no flag --{name}')
       lines.append(f'{name}={values[name].value}')
+    for name in filter(None, options['print_given'].split(',')):
+      if name not in values:
+        raise FlagCheckError(f'{module} has no flag --{name}')
+      lines.append(f'given_{name}={int(values[name].present)}')
   except FlagCheckError as e:
     print(f'{options["prefix"]}: {e}', file=sys.stderr)
     return 3 if isinstance(e, ImportFailed) else 2

@@ -341,3 +341,12 @@ def test_shared_memory_addresses_are_checked_by_name(address, accepted):
   else:
     with pytest.raises(actor.FatalActorError, match='not a shared-memory address'):
       actor.check_server_address(address)
+
+
+def test_an_actor_given_the_learners_list_connects_through_its_shared_memory_address():
+  assert actor.actor_address('localhost:8686,shm:run1') == 'shm:run1'
+  assert actor.actor_address('localhost:8686') == 'localhost:8686'
+  with pytest.raises(actor.FatalActorError, match='has an empty item'):
+    actor.actor_address('localhost:8686,')
+  with pytest.raises(actor.FatalActorError, match='not a shared-memory address'):
+    actor.actor_address('localhost:8686,shm:a/b')

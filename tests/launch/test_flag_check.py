@@ -174,6 +174,34 @@ def test_actors_skip_the_learner_checks_and_print_shows_the_parsed_flags():
                                         'inference_batch_size=8']
 
 
+@pytest.mark.timeout(120)
+def test_print_given_tells_a_flag_given_in_a_flag_file_from_a_default(tmp_path):
+  """run_local.sh serves shared memory beside the default address only when --server_address
+  was not given, on the command line or in a flag file."""
+  flagfile = tmp_path / 'run.flags'
+  flagfile.write_text('--server_address=unix:/tmp/x.sock\n')
+  options = ['--print=server_address', '--print_given=server_address,logdir']
+  given, _ = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=learner',
+                    f'--flagfile={flagfile}', options=options)
+  assert given.returncode == 0, given.stderr
+  assert given.stdout.splitlines() == ['server_address=unix:/tmp/x.sock',
+                                       'given_server_address=1', 'given_logdir=0']
+  default, _ = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=learner',
+                      options=options)
+  assert default.stdout.splitlines() == ['server_address=localhost:8686',
+                                         'given_server_address=0', 'given_logdir=0']
+
+
+@pytest.mark.timeout(120)
+def test_a_server_address_list_with_an_empty_item_is_one_line():
+  result, _ = _check('seed_rl.environments.gym.vtrace_main', '--run_mode=learner',
+                     '--server_address=localhost:8686,,shm:a')
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines() == [
+      "seed_rl: --server_address='localhost:8686,,shm:a' has an empty item; list addresses "
+      'separated by single commas, e.g. --server_address=localhost:8686,shm:run1']
+
+
 @pytest.mark.timeout(60)
 def test_a_module_that_cannot_be_imported_is_status_3():
   result, _ = _check('seed_rl.environments.nowhere.vtrace_main', '--run_mode=learner')

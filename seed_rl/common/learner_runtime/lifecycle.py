@@ -25,6 +25,7 @@ from seed_rl import grpc
 from seed_rl.common.config import transfer
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import progress_logger
+from seed_rl.grpc import address_list
 from seed_rl.grpc import security
 
 # Seconds a learner that finished training waits for its actors to hear it and close their
@@ -95,8 +96,11 @@ def run_training(train_once: Callable[[], None], is_done: Callable[[], bool],
 
 
 def _new_server(config) -> 'grpc.Server':
-  """A gRPC server on `config.server_address` with the security of the grpc_* flags."""
-  return grpc.Server([config.server_address], **security.server_kwargs_from_config(config))
+  """A server on every address of `config.server_address` (a comma-separated list, e.g. gRPC
+  for remote actors and `shm:NAME` for those on this machine: `address_list`) with the security
+  of the grpc_* flags."""
+  return grpc.Server(address_list.split(config.server_address),
+                     **security.server_kwargs_from_config(config))
 
 
 def start_server(config, inference_fns, validate: Callable[[Any], None]) -> 'grpc.Server':
