@@ -7,7 +7,13 @@
 # The first run creates .venv and installs what ENV needs. The flags are checked against the
 # entry point (seed_rl/launch/flag_check.py) before anything starts. The run then takes its
 # logdir (LOGDIR/run_local.lock), its learner address and a TensorBoard port, or refuses in one
-# line when another live run holds one (seed_rl/launch/local_run.py). Each process writes its
+# line when another live run holds one (seed_rl/launch/local_run.py). Without --server_address
+# the learner serves the entry point's default gRPC address (localhost:8686), for actors started
+# elsewhere or by hand, and a shared-memory address of the run's own (shm:<logdir's name>_<hash>),
+# through which this script's actors talk to it (docs/deployment.md, "Transports");
+# SEED_RL_LOCAL_TRANSPORT=grpc gives them the gRPC address instead. With --server_address (one
+# address or a comma-separated list) the learner serves it and the actors are given it (an actor
+# given a list uses its first shm: address, else its first). Each process writes its
 # log under LOGDIR/logs (learner.log, actor_N.log, tensorboard.log). With tmux and an
 # interactive terminal the processes run in a tmux session of their own (seed_rl_<logdir's
 # name>_<hash>; the original's layout), one window each that shows its output as it goes to its
@@ -33,7 +39,9 @@ Usage: $0 [--docker] ENV AGENT NUM_ACTORS [ENV_BATCH_SIZE] [--flag=value ...]
   --flag=value    passed to the learner and every actor, e.g. --env_name=CartPole-v1;
                   --logdir=DIR and --server_address=HOST:PORT keep a second run apart
 Environment: SEED_RL_NO_TMUX=1 forces background mode; SEED_RL_NO_TENSORBOARD=1 skips
-TensorBoard; SEED_RL_TENSORBOARD_PORT=PORT sets its port (default: 6006 or the next free one).
+TensorBoard; SEED_RL_TENSORBOARD_PORT=PORT sets its port (default: 6006 or the next free one);
+SEED_RL_LOCAL_TRANSPORT=grpc makes the actors use the learner's gRPC address instead of shared
+memory (default shm; only without --server_address, which the actors otherwise get).
 Examples:
   $0 gym vtrace 2 --env_name=CartPole-v1
   $0 atari vtrace 4
@@ -84,17 +92,26 @@ COMMON=(--logdir="$LOGDIR" --num_envs="$NUM_ENVS" --env_batch_size="$ENV_BATCH_S
         "${EXTRA_FLAGS[@]}")
 # Checks the flags with the entry point's own (absl) definitions and the learner's checks of
 # its batch sizes, in about a second: one line and exit status 2 for bad flags. Sets LOGDIR and
-# ADDRESS to the learner's --logdir and --server_address. $1: the Python to use.
+# ADDRESS to the learner's --logdir and --server_address, ADDRESS_GIVEN to 1 when
+# --server_address was given (on the command line or in a flag file), else 0. $1: the Python.
 check_flags() {
   local checked status key value
   checked="$("$1" -m seed_rl.launch.flag_check --prefix=run_local.sh \
                --shape="NUM_ACTORS x ENV_BATCH_SIZE = $NUM_ACTORS x $ENV_BATCH_SIZE" \
-               --print=logdir,server_address "$MODULE" --run_mode=learner --logtostderr \
-               "${COMMON[@]}")" || { status=$?; return "$status"; }
+               --print=logdir,server_address --print_given=server_address "$MODULE" \
+               --run_mode=learner --logtostderr "${COMMON[@]}")" || { status=$?; return "$status"; }
   while IFS='=' read -r key value; do
-    case "$key" in logdir) LOGDIR="$value";; server_address) ADDRESS="$value";; esac
+    case "$key" in
+      logdir) LOGDIR="$value";;
+      server_address) ADDRESS="$value";;
+      given_server_address) ADDRESS_GIVEN="$value";;
+    esac
   done <<< "$checked"
 }
+LOCAL_TRANSPORT="${SEED_RL_LOCAL_TRANSPORT:-shm}"
+[[ "$LOCAL_TRANSPORT" =~ ^(shm|grpc)$ ]] ||
+  die "SEED_RL_LOCAL_TRANSPORT must be shm (the actors use shared memory) or grpc, got" \
+      "'$LOCAL_TRANSPORT'"
 
 if [ "$DOCKER" = 1 ]; then
   # The image holds the environment and its venv: nothing is installed on this machine. Where
@@ -167,6 +184,12 @@ acquire=("$PY" -m seed_rl.launch.local_run acquire --logdir="$LOGDIR" --address=
          --tensorboard_port="$tensorboard_port"
          --tensorboard_host="${SEED_RL_TENSORBOARD_HOST:-localhost}")
 if [ "$TMUX_MODE" = 1 ]; then acquire+=(--tmux); fi
+# Without --server_address the learner also serves shm:NAME, the actors' address (see above).
+LOCAL_SHM=0
+if [ "$ADDRESS_GIVEN" = 0 ] && [ "$LOCAL_TRANSPORT" = shm ]; then
+  LOCAL_SHM=1
+  acquire+=(--local_shm)
+fi
 acquired="$("${acquire[@]}")" || exit 1
 while IFS='=' read -r key value; do
   case "$key" in
@@ -175,6 +198,8 @@ while IFS='=' read -r key value; do
     pidfile) PIDFILE="$value";;
     tensorboard_port) TENSORBOARD_PORT="$value";;
     tmux_session) SESSION="$value";;
+    learner_address) LEARNER_ADDRESS="$value";;
+    actor_address) ACTOR_ADDRESS="$value";;
   esac
 done <<< "$acquired"
 trap 'seed_rl_release_run "$LOCK" "$RUN_ID"' EXIT
@@ -205,9 +230,14 @@ if [ -z "${TF_NUM_INTRAOP_THREADS:-}${TF_NUM_INTEROP_THREADS:-}" ] &&
 fi
 learner_cmd=("${learner_env[@]}" "$PY" -m "$MODULE" --run_mode=learner --logtostderr
              "${COMMON[@]}")
+actor_address_flag=()
+if [ "$LOCAL_SHM" = 1 ]; then
+  learner_cmd+=(--server_address="$LEARNER_ADDRESS")
+  actor_address_flag=(--server_address="$ACTOR_ADDRESS")
+fi
 # Sets ACTOR_CMD to the command of actor $1 (actors never use a GPU).
 actor_cmd() { ACTOR_CMD=(env CUDA_VISIBLE_DEVICES= "$PY" -m "$MODULE" --run_mode=actor --logtostderr
-                         --task="$1" "${COMMON[@]}"); }
+                         --task="$1" "${COMMON[@]}" "${actor_address_flag[@]}"); }
 tensorboard_cmd=("$VENV_BIN/tensorboard" --logdir "$LOGDIR" --port "$TENSORBOARD_PORT")
 # In a container TensorBoard must listen on every interface to be reachable through the
 # published port (the images set SEED_RL_TENSORBOARD_HOST=0.0.0.0).
@@ -216,7 +246,7 @@ if [ -n "${SEED_RL_TENSORBOARD_HOST:-}" ]; then
 fi
 
 echo "seed_rl: $ENVIRONMENT $AGENT, $NUM_ACTORS actor(s) x $ENV_BATCH_SIZE env(s);" \
-     "logdir $LOGDIR; learner on $ADDRESS"
+     "logdir $LOGDIR; learner on $LEARNER_ADDRESS; actors connect to $ACTOR_ADDRESS"
 if checkpoint="$(seed_rl_resumed_checkpoint "$LOGDIR")"; then
   echo "seed_rl: resuming from the checkpoint $checkpoint; delete $LOGDIR to start afresh"
 fi

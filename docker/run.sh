@@ -22,7 +22,8 @@
 #   SEED_RL_CONTAINER_NAME  container name (seed_rl)
 #   SEED_RL_TENSORBOARD_PORT  host port of TensorBoard (6006; none with SEED_RL_NO_TENSORBOARD)
 #   SEED_RL_DOCKER_OPTS     more `docker run` options, split on spaces (e.g. "-v /data:/data")
-#   SEED_RL_NO_TMUX, SEED_RL_NO_TENSORBOARD  passed on to run_local.sh
+#   SEED_RL_NO_TMUX, SEED_RL_NO_TENSORBOARD, SEED_RL_LOCAL_TRANSPORT  passed on to run_local.sh
+#                           (its actors use shared memory inside the container, as on a host)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=docker/common.sh
@@ -65,7 +66,7 @@ if [ "$gpus" = none ]; then
 else
   args+=(--gpus "$gpus")
 fi
-for variable in SEED_RL_NO_TMUX SEED_RL_NO_TENSORBOARD; do
+for variable in SEED_RL_NO_TMUX SEED_RL_NO_TENSORBOARD SEED_RL_LOCAL_TRANSPORT; do
   if [ -n "${!variable:-}" ]; then args+=(-e "$variable=${!variable}"); fi
 done
 if [ -n "${SEED_RL_DOCKER_OPTS:-}" ]; then

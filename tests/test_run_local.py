@@ -10,10 +10,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
 
+from seed_rl.launch import local_run
 from seed_rl.launch import progress_monitor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -138,8 +140,11 @@ def test_run_local_gym_vtrace_trains_and_stops_cleanly(tmp_path):
   assert ('the learner\'s TensorFlow uses 1 thread per op' in result.stdout) == fills_the_cores
   assert re.search(r'Progress: \d+/2000 environment frames', learner_log)
   assert 'Training finished at iteration 50' in learner_log
+  # An explicit --server_address is the actors' too: no shared memory.
+  assert f'learner on unix:{tmp_path}/learner.sock; actors connect to unix:' in result.stdout
   for task in (0, 1):
-    assert 'connected' in (logdir / 'logs' / f'actor_{task}.log').read_text()
+    assert (f'Actor {task} connected to unix:{tmp_path}/learner.sock' in
+            (logdir / 'logs' / f'actor_{task}.log').read_text())
   # Nothing of the run is left.
   assert subprocess.run(['pgrep', '-f', '--', f'--logdir={logdir}'], capture_output=True).stdout == b''
   # The run is recorded: its flags (as a flagfile) and one line per learner start.
@@ -632,3 +637,111 @@ def test_tmux_runs_have_sessions_of_their_own(tmp_path):
       with contextlib.suppress(ProcessLookupError):
         os.killpg(client.pid, signal.SIGKILL)
       client.wait(10)
+
+
+# -------------------------------------------------------------------------------------------
+# Transports: without --server_address the run's actors use shared memory, and the learner
+# serves its gRPC address beside it; nothing of it is left after stop_local.sh or a kill -9.
+
+
+@pytest.fixture
+def short_tmp():
+  """A short TMPDIR for a run: its shared-memory sockets (`<TMPDIR>/seed_rl_shm_<uid>`) are
+  then the test's own to count (socket paths are limited to 107 bytes)."""
+  path = tempfile.mkdtemp(prefix='srl', dir='/tmp')
+  yield pathlib.Path(path)
+  shutil.rmtree(path, ignore_errors=True)
+
+
+def _sockets(tmp):
+  directory = tmp / f'seed_rl_shm_{os.getuid()}'
+  return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def _dev_shm():
+  return set(os.listdir('/dev/shm'))
+
+
+def _wait_gone(run, timeout=100):
+  deadline = time.time() + timeout
+  while subprocess.run(['pgrep', '-f', '--', f'--logdir={run.logdir}'],
+                       capture_output=True).stdout:
+    assert time.time() < deadline, f'processes of {run.logdir} still run'
+    time.sleep(0.5)
+
+
+def _default_grpc_port_free():
+  """Can a run take localhost:8686 now (free, and not reserved by another live run)?"""
+  return (local_run.tcp_port_free('localhost', 8686) and
+          not local_run.reservation_holder(local_run.runtime_dir(), 'tcp-8686'))
+
+
+@pytest.mark.timeout(360)
+def test_a_default_run_serves_its_actors_shared_memory_and_grpc_beside_it(tmp_path, short_tmp):
+  """No --server_address: the learner serves the entry point's default gRPC address (which this
+  test cannot choose: it runs only where localhost:8686 is free) and shm:<logdir>_<hash>, and
+  run_local.sh's actors use the latter; SEED_RL_LOCAL_TRANSPORT=grpc gives them the former."""
+  if not _default_grpc_port_free():
+    pytest.skip('localhost:8686, the default learner address, is in use or reserved by a run')
+  env = dict(TMPDIR=str(short_tmp))
+  with _runs() as start:
+    run = start(tmp_path, 'default', env=env)
+    run.wait_for_training()
+    name = run.lock()['address'].split(',')[1]
+    assert run.lock()['address'] == f'localhost:8686,{name}'
+    assert re.fullmatch(r'shm:default_[0-9a-f]{12}', name), name
+    assert f'learner on localhost:8686,{name}; actors connect to {name}' in run.output()
+    actor_log = (run.logdir / 'logs' / 'actor_0.log').read_text()
+    assert f'Actor 0 connected to {name}' in actor_log
+    assert _sockets(short_tmp) == [name[len('shm:'):] + '.sock']
+    subprocess.run(['./stop_local.sh', f'--logdir={run.logdir}'], cwd=ROOT, check=True,
+                   capture_output=True, timeout=120)
+    _wait_gone(run)
+    assert _sockets(short_tmp) == []
+
+    grpc_run = start(tmp_path, 'grpc', env=dict(env, SEED_RL_LOCAL_TRANSPORT='grpc'))
+    grpc_run.wait_for_training()
+    assert 'learner on localhost:8686; actors connect to localhost:8686' in grpc_run.output()
+    assert 'Actor 0 connected to localhost:8686' in (
+        grpc_run.logdir / 'logs' / 'actor_0.log').read_text()
+    assert _sockets(short_tmp) == []
+
+
+@pytest.mark.timeout(60)
+def test_an_unknown_local_transport_is_refused_in_one_line():
+  result = _run_local(*SMALL_RUN, env=dict(SEED_RL_LOCAL_TRANSPORT='tcp'))
+  assert result.returncode == 1
+  assert result.stderr.strip() == ("run_local.sh: SEED_RL_LOCAL_TRANSPORT must be shm (the "
+                                   "actors use shared memory) or grpc, got 'tcp'")
+
+
+@pytest.mark.timeout(360)
+def test_a_shared_memory_run_leaves_nothing_after_stop_local_or_kill_9(tmp_path, short_tmp):
+  """A learner listing a gRPC and a shm: address (its actors pick shm:): after stop_local.sh
+  nothing of it is left in /dev/shm or the socket directory; after kill -9 of the whole run
+  nothing in /dev/shm (its segments are memfds), and the socket file that the killed learner
+  left goes with the run's records at the next stop_local.sh."""
+  before = _dev_shm()
+  address = f'--server_address=localhost:{_free_port()},shm:leak'
+  with _runs() as start:
+    run = start(tmp_path, 'stopped', address, env=dict(TMPDIR=str(short_tmp)))
+    run.wait_for_training()
+    assert 'Actor 0 connected to shm:leak' in (run.logdir / 'logs' / 'actor_0.log').read_text()
+    assert _sockets(short_tmp) == ['leak.sock']
+    subprocess.run(['./stop_local.sh', f'--logdir={run.logdir}'], cwd=ROOT, check=True,
+                   capture_output=True, timeout=120)
+    _wait_gone(run)
+    assert _sockets(short_tmp) == [] and _dev_shm() - before == set()
+
+    killed = start(tmp_path, 'killed', address, env=dict(TMPDIR=str(short_tmp)))
+    killed.wait_for_training()
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.process.wait(30)
+    _wait_gone(killed)
+    assert _dev_shm() - before == set()
+    assert _sockets(short_tmp) == ['leak.sock']  # A dead socket, no memory.
+    stopped = subprocess.run(['./stop_local.sh'], cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)
+    assert stopped.returncode == 0, stopped.stderr
+    assert _sockets(short_tmp) == []
+    assert not (killed.logdir / 'run_local.lock').exists()

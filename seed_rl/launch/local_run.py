@@ -1,31 +1,40 @@
 r"""Keeps the runs of run_local.sh apart (no TensorFlow).
 
   python -m seed_rl.launch.local_run acquire --logdir=DIR --address=ADDRESS --owner_pid=PID \
-      --checkout=DIR --registry=DIR [--tensorboard_port=auto|none|PORT] \
+      --checkout=DIR --registry=DIR [--local_shm] [--tensorboard_port=auto|none|PORT] \
       [--tensorboard_host=HOST] [--tmux] [--prefix=run_local.sh]
 
-`acquire` makes this run the owner of its logdir, its learner address and its TensorBoard port,
-or says in one line (exit status 1) which live run holds one of them and how to pick another:
+`acquire` makes this run the owner of its logdir, its learner's addresses and its TensorBoard
+port, or says in one line (exit status 1) which live run holds one of them and how to pick
+another. ADDRESS is the learner's --server_address, one address or a comma-separated list.
+With `--local_shm` (run_local.sh's default, when the user gave no --server_address) the learner
+serves ADDRESS, for actors started elsewhere, and `shm:NAME` (`shm_name`: derived from the
+logdir, so that two logdirs never share one) for the run's own actors:
 
 - the logdir: `LOGDIR/run_local.lock` (key=value lines: run_id, owner_pid and owner_start, the
   process that owns the run, host, address, tensorboard_port, pidfile, tmux_session, registry,
-  reservation=...). A lock is live while its owner runs (the pid with the same start time, so a
+  reservation=..., shm_socket=... for each shared-memory address: the learner's rendezvous
+  socket, which its learner removes when it stops and the run's release removes after a
+  kill -9). A lock is live while its owner runs (the pid with the same start time, so a
   reused pid does not count), any process in its pid file runs, or its tmux session (which
   carries the run id in the option @seed_rl_run_id) exists. A lock that is not live is stale
   and taken over.
 - the ports: a TCP port (of the learner or TensorBoard) is reserved in a file
   `RUNTIME/ports/tcp-PORT` (RUNTIME: $SEED_RL_RUNTIME_DIR, else /tmp/seed_rl-UID), a unix socket
-  in `unix-HASH`; a reservation is live while the lock of its run is. A port must also be free
-  for the system (a bind test; for a unix socket, nobody answers on it), so that learners of
-  other users and other programs count too. The learner that holds a taken address is looked
-  up among the processes (its --server_address and --logdir) to say which run it is.
+  in `unix-HASH`, a shared-memory address in `shm-NAME`; a reservation is live while the lock of
+  its run is. A port must also be free for the system (a bind test; for a unix socket or a
+  shared-memory address, nobody answers on its socket), so that learners of other users and
+  other programs count too. The learner that holds a taken address is looked up among the
+  processes (its --server_address and --logdir) to say which run it is.
 - the registry: `REGISTRY/RUN_ID` ("logdir=LOGDIR"), the runs this checkout started, so that
   `stop_local.sh` stops those and no others.
 
 On success it prints `key=value` lines: run_id, lock, pidfile, tensorboard_port (empty for
 none), tmux_session (empty unless --tmux; a name of its own per run, `seed_rl_<logdir's
-name>_<hash>`). run_local.sh writes the pid file and releases the lock (scripts/runs.sh,
-`seed_rl_release_run`) when it ends; stop_local.sh does when it stops the run.
+name>_<hash>`), learner_address (the learner's --server_address) and actor_address (its
+actors': `shm:NAME` with --local_shm, else ADDRESS). run_local.sh writes the pid file and
+releases the lock (scripts/runs.sh, `seed_rl_release_run`) when it ends; stop_local.sh does when
+it stops the run.
 
   python -m seed_rl.launch.local_run free_port [--host=localhost] [--start=PORT]
 
@@ -46,6 +55,9 @@ import sys
 import time
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from seed_rl.grpc import address_list
+from seed_rl.shm import address as shm_address
+
 LOCK_NAME = 'run_local.lock'
 PIDS_NAME = 'run_local.pids'
 #: Ports tried when TensorBoard's port is chosen automatically, and when another learner port
@@ -62,8 +74,8 @@ class Refused(Exception):
 
 
 def read_record(path: str) -> Dict[str, str]:
-  """The key=value lines of `path` (the first value of each key; `reservation` keeps all, joined
-  by newlines); {} when it cannot be read."""
+  """The key=value lines of `path` (the first value of each key; `reservation` and `shm_socket`
+  keep all, joined by newlines); {} when it cannot be read."""
   record: Dict[str, str] = {}
   try:
     with open(path, errors='replace') as f:
@@ -74,7 +86,7 @@ def read_record(path: str) -> Dict[str, str]:
     key, sep, value = line.partition('=')
     if not sep:
       continue
-    if key == 'reservation' and key in record:
+    if key in ('reservation', 'shm_socket') and key in record:
       record[key] += '\n' + value
     else:
       record.setdefault(key, value)
@@ -184,8 +196,11 @@ def describe(lock: Dict[str, str], state: str) -> str:
 
 
 def parse_address(address: str) -> Tuple[str, str, Optional[int]]:
-  """('unix', PATH, None), ('tcp', HOST, PORT), or ('other', ADDRESS, None) for addresses this
-  module does not check (unix-abstract:, dns:, unparsable ones: the learner says why)."""
+  """('unix', PATH, None), ('tcp', HOST, PORT), ('shm', NAME, None), or ('other', ADDRESS, None)
+  for addresses this module does not check (unix-abstract:, dns:, unparsable ones: the learner
+  says why)."""
+  if shm_address.is_shm_address(address):
+    return 'shm', address[len(shm_address.PREFIX):], None
   if address.startswith('unix:'):
     path = address[len('unix:'):]
     if path.startswith('//'):
@@ -266,17 +281,19 @@ def _flag(argv: List[str], *names: str) -> Optional[str]:
 
 def find_learner(address: str) -> Optional[Tuple[int, str]]:
   """(pid, logdir) of a running seed_rl learner that listens on `address` (the same port, or
-  the same unix socket), from the command lines of the processes."""
+  the same unix socket or shared-memory name; any address of its list), from the command
+  lines of the processes."""
   kind, where, port = parse_address(address)
   for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):
     argv = _cmdline(pid)
     if '--run_mode=learner' not in argv or int(pid) == os.getpid():
       continue
-    other = _flag(argv, 'server_address') or 'localhost:8686'
-    other_kind, other_where, other_port = parse_address(other)
-    if (kind, port) == ('tcp', other_port) and other_kind == 'tcp' or (
-        kind == other_kind == 'unix' and where == other_where):
-      return int(pid), _flag(argv, 'logdir', 'job-dir') or '/tmp/agent'
+    listed = (_flag(argv, 'server_address') or 'localhost:8686').split(address_list.SEPARATOR)
+    for other in listed:
+      other_kind, other_where, other_port = parse_address(other.strip())
+      if (kind, port) == ('tcp', other_port) and other_kind == 'tcp' or (
+          kind == other_kind and kind in ('unix', 'shm') and where == other_where):
+        return int(pid), _flag(argv, 'logdir', 'job-dir') or '/tmp/agent'
   return None
 
 
@@ -299,6 +316,8 @@ def reservation_key(address: str) -> Optional[str]:
     return f'tcp-{port}'
   if kind == 'unix':
     return 'unix-' + hashlib.sha256(where.encode()).hexdigest()[:16]
+  if kind == 'shm':
+    return f'shm-{where}'
   return None
 
 
@@ -356,6 +375,13 @@ def tmux_session_name(logdir: str) -> str:
   return f'seed_rl_{name}_{hashlib.sha256(logdir.encode()).hexdigest()[:4]}'
 
 
+def shm_name(logdir: str) -> str:
+  """The shared-memory address of the run in `logdir` (an absolute path): `shm:<the logdir's
+  name>_<12 hex digits of its path>`, one per logdir, short enough for a socket path."""
+  name = re.sub(r'[^A-Za-z0-9_-]', '_', os.path.basename(logdir.rstrip('/')) or 'run')[:24]
+  return f'{shm_address.PREFIX}{name}_{hashlib.sha256(logdir.encode()).hexdigest()[:12]}'
+
+
 def _suggest_address(address: str, runtime: Optional[str]) -> str:
   kind, host, port = parse_address(address)
   if kind == 'tcp':
@@ -379,15 +405,68 @@ def _write_exclusive(path: str, text: str) -> bool:
   return True
 
 
+def _learner_addresses(address: str, logdir: str, local_shm: bool) -> List[str]:
+  """The addresses the learner of the run in `logdir` serves: `address` (a comma-separated
+  list), and with `local_shm` the run's own shared-memory address too."""
+  try:
+    addresses = address_list.split(address)
+  except address_list.AddressListError as e:
+    raise Refused(str(e)) from None
+  if local_shm:
+    addresses.append(shm_name(logdir))
+  return addresses
+
+
+def _check_address(address: str, runtime: Optional[str], derived: bool) -> None:
+  """Raises Refused when a live run holds the learner address `address` or something else
+  serves it now; `derived`: a shared-memory address that this module derived from the logdir
+  (another logdir is then the way out)."""
+  if derived:
+    remedy = 'give this run another --logdir=DIR'
+  else:
+    remedy = f'pick another with {_suggest_address(address, runtime)} (and another --logdir=DIR)'
+  holder = reservation_holder(runtime, reservation_key(address))
+  if holder:
+    other, state = holder
+    raise Refused(
+        f'the learner address {address} is taken by the run in {other.get("logdir")} '
+        f'({describe(other, state)}); {remedy}, or stop that run with ./stop_local.sh '
+        f'--logdir={other.get("logdir")}')
+  kind, host, port = parse_address(address)
+  if kind == 'shm':
+    try:
+      path = shm_address.socket_path(address)
+    except shm_address.AddressError as e:
+      raise Refused(str(e)) from None
+    taken = unix_socket_live(path)
+  else:
+    taken = (kind == 'tcp' and port and not tcp_port_free(host, port)) or (
+        kind == 'unix' and unix_socket_live(host))
+  if taken:
+    learner = find_learner(address)
+    who = (f'the learner pid {learner[0]} of the run in {learner[1]}' if learner else
+           'another program')
+    raise Refused(f'the learner address {address} is in use by {who}; {remedy}')
+
+
 def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: str,
             tensorboard_port: str = 'auto', tensorboard_host: str = 'localhost',
-            tmux: bool = False) -> Dict[str, str]:
-  """Makes the run of `owner_pid` the owner of `logdir`, the learner's `address` and a
-  TensorBoard port; returns the lock's fields or raises Refused (see the module's doc)."""
+            tmux: bool = False, local_shm: bool = False) -> Dict[str, str]:
+  """Makes the run of `owner_pid` the owner of `logdir`, the learner's `address` (a
+  comma-separated list; with `local_shm` also `shm_name(logdir)`, for the run's own actors) and
+  a TensorBoard port; returns the lock's fields and the learner's and actors' addresses, or
+  raises Refused (see the module's doc)."""
   logdir = os.path.abspath(logdir)
   os.makedirs(logdir, exist_ok=True)
   lock_path = os.path.join(logdir, LOCK_NAME)
   runtime = runtime_dir()
+  addresses = _learner_addresses(address, logdir, local_shm)
+  learner_address = address_list.SEPARATOR.join(addresses)
+  actor_address = addresses[-1] if local_shm else address
+  # The address that a refusal suggests changing: a gRPC one, where the list has one.
+  suggested = next((a for a in addresses if parse_address(a)[0] in ('tcp', 'unix')),
+                   addresses[0])
+  tcp_ports = {parse_address(a)[2] for a in addresses if parse_address(a)[0] == 'tcp'}
   with _mutex(runtime):
     # 1. The logdir.
     lock = read_record(lock_path)
@@ -399,7 +478,7 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
           remedy = f'remove {lock_path} if that run is over'
         raise Refused(
             f'the logdir {logdir} is in use by another run ({describe(lock, state)}); give '
-            f'this run another --logdir=DIR and {_suggest_address(address, runtime)}, or '
+            f'this run another --logdir=DIR and {_suggest_address(suggested, runtime)}, or '
             f'{remedy}')
       with contextlib.suppress(OSError):
         os.remove(lock_path)  # Stale: its run is over.
@@ -407,32 +486,15 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
       with contextlib.suppress(OSError):  # Empty or unreadable: a run that died writing it.
         os.remove(lock_path)
 
-    # 2. The learner's address.
-    key = reservation_key(address)
-    holder = reservation_holder(runtime, key)
-    if holder:
-      other, state = holder
-      raise Refused(
-          f'the learner address {address} is taken by the run in {other.get("logdir")} '
-          f'({describe(other, state)}); pick another with {_suggest_address(address, runtime)}'
-          f' (and another --logdir=DIR), or stop that run with ./stop_local.sh '
-          f'--logdir={other.get("logdir")}')
-    kind, host, port = parse_address(address)
-    taken = (kind == 'tcp' and port and not tcp_port_free(host, port)) or (
-        kind == 'unix' and unix_socket_live(host))
-    if taken:
-      learner = find_learner(address)
-      who = (f'the learner pid {learner[0]} of the run in {learner[1]}' if learner else
-             'another program')
-      raise Refused(f'the learner address {address} is in use by {who}; pick another with '
-                    f'{_suggest_address(address, runtime)} (and another --logdir=DIR)')
+    # 2. The learner's addresses.
+    for index, each in enumerate(addresses):
+      _check_address(each, runtime, derived=local_shm and index == len(addresses) - 1)
 
     # 3. TensorBoard's port.
     if tensorboard_port in ('', 'none'):
       board = None
     elif tensorboard_port == 'auto':
-      board = free_port(tensorboard_host, 6006, runtime,
-                        avoid={port} if kind == 'tcp' else ())
+      board = free_port(tensorboard_host, 6006, runtime, avoid=tcp_ports)
       if board is None:
         raise Refused(f'no free TensorBoard port in 6006-{6006 + PORT_SEARCH - 1}; set '
                       'SEED_RL_TENSORBOARD_PORT=PORT or SEED_RL_NO_TENSORBOARD=1')
@@ -443,8 +505,7 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
         raise Refused(f'SEED_RL_TENSORBOARD_PORT must be a port number, got '
                       f'{tensorboard_port!r}') from None
       holder = reservation_holder(runtime, f'tcp-{board}')
-      if (kind == 'tcp' and board == port) or holder or not tcp_port_free(tensorboard_host,
-                                                                          board):
+      if board in tcp_ports or holder or not tcp_port_free(tensorboard_host, board):
         who = (f' by the run in {holder[0].get("logdir")} ({describe(*holder)})' if holder
                else '')
         raise Refused(f'TensorBoard port {board} (SEED_RL_TENSORBOARD_PORT) is in use{who}; '
@@ -461,16 +522,18 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
     run_id = f'{time.strftime("%Y%m%d-%H%M%S")}-{owner_pid}'
     reservations = []
     if runtime:
-      keys = [key] + ([f'tcp-{board}'] if board else [])
+      keys = [reservation_key(a) for a in addresses] + ([f'tcp-{board}'] if board else [])
       reservations = [os.path.join(runtime, 'ports', k) for k in keys if k]
     fields = [
         ('run_id', run_id), ('owner_pid', str(owner_pid)),
         ('owner_start', pid_start(owner_pid) or ''), ('host', this_host()),
         ('started', time.strftime('%Y-%m-%d %H:%M:%S')), ('logdir', logdir),
-        ('address', address), ('tensorboard_port', str(board or '')),
+        ('address', learner_address), ('tensorboard_port', str(board or '')),
         ('pidfile', os.path.join(logdir, PIDS_NAME)), ('tmux_session', session),
         ('checkout', checkout), ('registry', registry),
-    ] + [('reservation', r) for r in reservations]
+    ] + [('reservation', r) for r in reservations] + [
+        ('shm_socket', shm_address.socket_path(a)) for a in addresses
+        if parse_address(a)[0] == 'shm']
     text = ''.join(f'{k}={v}\n' for k, v in fields)
     if not _write_exclusive(lock_path, text):  # Another user's run, a moment ago.
       other = read_record(lock_path)
@@ -486,7 +549,8 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
     with open(os.path.join(registry, run_id), 'w') as f:
       f.write(f'logdir={logdir}\n')
   return dict(run_id=run_id, lock=lock_path, pidfile=os.path.join(logdir, PIDS_NAME),
-              tensorboard_port=str(board or ''), tmux_session=session)
+              tensorboard_port=str(board or ''), tmux_session=session,
+              learner_address=learner_address, actor_address=actor_address)
 
 
 def main(argv: List[str]) -> int:
@@ -502,6 +566,7 @@ def main(argv: List[str]) -> int:
   take.add_argument('--tensorboard_port', default='auto')
   take.add_argument('--tensorboard_host', default='localhost')
   take.add_argument('--tmux', action='store_true')
+  take.add_argument('--local_shm', action='store_true')
   take.add_argument('--prefix', default='run_local.sh')
   port = commands.add_parser('free_port')
   port.add_argument('--host', default='localhost')
@@ -515,7 +580,8 @@ def main(argv: List[str]) -> int:
     return 0
   try:
     result = acquire(args.logdir, args.address, args.owner_pid, args.checkout, args.registry,
-                     args.tensorboard_port, args.tensorboard_host or 'localhost', args.tmux)
+                     args.tensorboard_port, args.tensorboard_host or 'localhost', args.tmux,
+                     args.local_shm)
   except Refused as e:
     print(f'{args.prefix}: {e}', file=sys.stderr)
     return 1

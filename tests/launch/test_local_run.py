@@ -6,10 +6,12 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 from seed_rl.launch import local_run
+from seed_rl.shm import address as shm_address
 from tests import processes
 
 ROOT = processes.ROOT
@@ -259,9 +261,102 @@ def test_command_line(tmp_path, owners):
   first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=20)
   assert first.returncode == 0, first.stderr
   fields = dict(line.split('=', 1) for line in first.stdout.splitlines())
-  assert set(fields) == {'run_id', 'lock', 'pidfile', 'tensorboard_port', 'tmux_session'}
+  assert set(fields) == {'run_id', 'lock', 'pidfile', 'tensorboard_port', 'tmux_session',
+                         'learner_address', 'actor_address'}
+  assert fields['learner_address'] == fields['actor_address'] == command[5][len('--address='):]
   assert fields['tmux_session'].startswith('seed_rl_logdir_')
   second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=20)
   assert second.returncode == 1
   assert second.stderr.startswith('run_local.sh: the logdir ')
   assert len(second.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def shm_sockets(monkeypatch):
+  """The shared-memory socket directory of the test's own (under a short temporary directory:
+  socket paths are limited to 107 bytes)."""
+  path = tempfile.mkdtemp(prefix='slr', dir='/tmp')
+  monkeypatch.setattr(tempfile, 'tempdir', path)
+  yield shm_address.socket_directory()
+  subprocess.run(['rm', '-rf', path], check=True, timeout=20)
+
+
+@pytest.mark.timeout(30)
+def test_local_shm_adds_an_address_of_the_logdirs_own_for_the_actors(tmp_path, owners,
+                                                                     shm_sockets):
+  port = _free_tcp_port()
+  taken = _acquire(tmp_path, 'logdir', f'localhost:{port}', owners(), tensorboard_port='none',
+                   local_shm=True)
+  name = local_run.shm_name(str(tmp_path / 'logdir'))
+  assert name.startswith('shm:logdir_') and len(name) == len('shm:logdir_') + 12
+  assert taken['learner_address'] == f'localhost:{port},{name}'
+  assert taken['actor_address'] == name
+  lock = local_run.read_record(taken['lock'])
+  assert lock['address'] == taken['learner_address']
+  assert lock['shm_socket'] == shm_address.socket_path(name)
+  assert {os.path.basename(r) for r in lock['reservation'].split('\n')} == {
+      f'tcp-{port}', f'shm-{name[len("shm:"):]}'}
+  # Another logdir gets another name; the same logdir is refused while its run lives.
+  other = _acquire(tmp_path, 'other', f'localhost:{_free_tcp_port()}', owners(),
+                   tensorboard_port='none', local_shm=True)
+  assert other['actor_address'] not in (name, '') and other['actor_address'].startswith('shm:')
+  with pytest.raises(local_run.Refused, match='is in use by another run'):
+    _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(), local_shm=True)
+
+
+@pytest.mark.timeout(30)
+def test_a_shared_memory_address_served_outside_any_run_is_refused(tmp_path, owners,
+                                                                   shm_sockets):
+  name = local_run.shm_name(str(tmp_path / 'logdir'))
+  server = socket.socket(socket.AF_UNIX)
+  server.bind(shm_address.socket_path(name))
+  server.listen()
+  try:
+    with pytest.raises(local_run.Refused) as refused:
+      _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(), local_shm=True)
+    assert str(refused.value) == (f'the learner address {name} is in use by another program; '
+                                  'give this run another --logdir=DIR')
+    # Listed by the user: the way out is another name.
+    with pytest.raises(local_run.Refused, match=f'the learner address {name} is in use'):
+      _acquire(tmp_path, 'other', f'localhost:{_free_tcp_port()},{name}', owners())
+  finally:
+    server.close()
+  # The socket file of a server that is gone is no obstacle (the learner replaces it).
+  taken = _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(),
+                   tensorboard_port='none', local_shm=True)
+  assert taken['actor_address'] == name
+
+
+@pytest.mark.timeout(30)
+def test_a_learner_list_of_addresses_is_checked_and_reserved_address_by_address(tmp_path,
+                                                                                owners,
+                                                                                shm_sockets):
+  first = owners()
+  port = _free_tcp_port()
+  taken = _acquire(tmp_path, 'one', f'localhost:{port},shm:mine', first,
+                   tensorboard_port='none')
+  assert taken['learner_address'] == taken['actor_address'] == f'localhost:{port},shm:mine'
+  with pytest.raises(local_run.Refused, match=f'the learner address shm:mine is taken by the '
+                                              f'run in {tmp_path / "one"}'):
+    _acquire(tmp_path, 'two', f'localhost:{_free_tcp_port()},shm:mine', owners())
+  with pytest.raises(local_run.Refused, match=f'the learner address localhost:{port} is taken'):
+    _acquire(tmp_path, 'two', f'shm:yours,localhost:{port}', owners())
+  with pytest.raises(local_run.Refused, match='has an empty item'):
+    _acquire(tmp_path, 'two', 'shm:yours,', owners())
+
+
+@pytest.mark.timeout(30)
+def test_release_removes_the_socket_a_killed_learner_left(tmp_path, owners, shm_sockets):
+  taken = _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(),
+                   tensorboard_port='none', local_shm=True)
+  path = shm_address.socket_path(taken['actor_address'])
+  server = socket.socket(socket.AF_UNIX)
+  server.bind(path)  # As the learner's; closed without removing the file, as by SIGKILL.
+  server.close()
+  unrelated = os.path.join(shm_sockets, 'other.sock')
+  with contextlib.closing(socket.socket(socket.AF_UNIX)) as other:
+    other.bind(unrelated)
+  subprocess.run(['bash', '-c', 'source scripts/runs.sh; seed_rl_release_run "$1" "$2"', '-',
+                  taken['lock'], taken['run_id']], cwd=ROOT, check=True, timeout=20)
+  assert not os.path.exists(path) and not os.path.exists(taken['lock'])
+  assert os.path.exists(unrelated)  # Another run's.
