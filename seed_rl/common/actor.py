@@ -22,7 +22,7 @@ from concurrent import futures
 import socket
 import threading
 import time
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional
 
 from absl import flags
 from absl import logging
@@ -126,19 +126,16 @@ def actor_address(server_address: str) -> str:
   return address
 
 
-def _connect(config) -> Tuple['grpc.Client', str]:
-  """A client of the learner and the address it connected to, waiting for the learner as long
+def _connect(config) -> 'grpc.Client':
+  """A client of the learner at `actor_address(config.server_address)`, waiting for it as long
   as it takes, with a line now and then."""
   address = actor_address(config.server_address)
-  if address != config.server_address:
-    logging.info('--server_address lists %s; this actor uses %s (an actor on another machine '
-                 'needs the gRPC address alone).', config.server_address, address)
   unavailable = errors.error_classes(errors.UNAVAILABLE)
   waited = 0.
   while True:
     try:
       return grpc.Client(address, timeout=CONNECT_LOG_PERIOD,
-                         **security.client_kwargs_from_config(config)), address
+                         **security.client_kwargs_from_config(config))
     except unavailable:
       waited += CONNECT_LOG_PERIOD
       logging.warning('No learner at %s for %.0f s; is it running?', address, waited)
@@ -304,7 +301,7 @@ class _Acting(object):
 
 def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> None:
   """One connection's worth of acting: until `max_steps` steps or an RPC error."""
-  client, address = _connect(config)
+  client = _connect(config)
   try:
     transfer.update_config(config, client)
     try:
@@ -317,8 +314,12 @@ def _act(create_env_fn, config, log_period: float, max_steps: Optional[int]) -> 
   acting = _Acting(create_env_fn, config, client)
   try:
     env_ids = np.concatenate([group.env_ids for group in acting.groups])
-    logging.info('Actor %d connected to %s; environments %d to %d%s.', config.task,
-                 address, env_ids[0], env_ids[-1],
+    address = actor_address(config.server_address)
+    listed = ('' if address == config.server_address else
+              f' (of --server_address={config.server_address}: an actor on another machine needs '
+              'a gRPC address alone)')
+    logging.info('Actor %d connected to %s%s; environments %d to %d%s.', config.task, address,
+                 listed, env_ids[0], env_ids[-1],
                  ', double-buffered' if len(acting.groups) == 2 else '')
     render = config.render and config.task == 0
 

@@ -56,8 +56,8 @@ def test_one_learner_serves_a_grpc_actor_and_a_shared_memory_actor_at_once(tmp_p
       assert 'finished training; this actor stops' in actor.log()
       assert 'Inference call failed' not in actor.log()
     assert f'Actor 0 connected to {grpc_address}; environments 0 to 3' in over_grpc.log()
-    assert f'this actor uses {shm}' in over_shm.log()
-    assert f'Actor 1 connected to {shm}; environments 4 to 7' in over_shm.log()
+    assert (f'Actor 1 connected to {shm} (of {both}: an actor on another machine needs a gRPC '
+            'address alone); environments 4 to 7') in over_shm.log()
     log = learner.log()
     assert re.search(r'Env id: [0-5] \(training\)', log), log[-3000:]
     assert re.search(r'Env id: [67] \(eval\)', log), log[-3000:]
