@@ -11,7 +11,9 @@ flags.DEFINE_alias('job-dir', 'logdir')
 flags.DEFINE_string('server_address', 'localhost:8686',
                     'Address of the learner: the learner listens on it, actors connect to '
                     'it. host:port, [::]:port, unix:/path, or shm:NAME (shared memory, for '
-                    'actors on the learner\'s machine).')
+                    'actors on the learner\'s machine). A comma-separated list, e.g. '
+                    'localhost:8686,shm:run1: the learner serves every address of it, an actor '
+                    'connects to its first shm: address, else its first.')
 flags.DEFINE_enum('run_mode', None, ['learner', 'actor'],
                   'Whether this process is the learner or an actor.')
 flags.DEFINE_integer('num_eval_envs', 0,
