@@ -392,6 +392,8 @@ def _suggest_address(address: str, runtime: Optional[str]) -> str:
     return '--server_address=HOST:PORT'
   if kind == 'unix':
     return f'--server_address=unix:{host}.2'
+  if kind == 'shm':
+    return f'--server_address=shm:{host}.2'
   return '--server_address=HOST:PORT'
 
 
@@ -417,14 +419,19 @@ def _learner_addresses(address: str, logdir: str, local_shm: bool) -> List[str]:
   return addresses
 
 
-def _check_address(address: str, runtime: Optional[str], derived: bool) -> None:
+def _check_address(address: str, runtime: Optional[str], derived: bool,
+                   local_shm: Optional[str] = None) -> None:
   """Raises Refused when a live run holds the learner address `address` or something else
   serves it now; `derived`: a shared-memory address that this module derived from the logdir
-  (another logdir is then the way out)."""
+  (another logdir is then the way out); `local_shm`: that address, which the suggested
+  --server_address lists too, so that the run's actors keep using shared memory."""
   if derived:
     remedy = 'give this run another --logdir=DIR'
   else:
-    remedy = f'pick another with {_suggest_address(address, runtime)} (and another --logdir=DIR)'
+    suggestion = _suggest_address(address, runtime)
+    if local_shm:
+      suggestion = suggestion.replace(' (free now)', f',{local_shm} (free now)', 1)
+    remedy = f'pick another with {suggestion} (and another --logdir=DIR)'
   holder = reservation_holder(runtime, reservation_key(address))
   if holder:
     other, state = holder
@@ -487,8 +494,10 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
         os.remove(lock_path)
 
     # 2. The learner's addresses.
+    derived = addresses[-1] if local_shm else None
     for index, each in enumerate(addresses):
-      _check_address(each, runtime, derived=local_shm and index == len(addresses) - 1)
+      _check_address(each, runtime, derived=local_shm and index == len(addresses) - 1,
+                     local_shm=derived)
 
     # 3. TensorBoard's port.
     if tensorboard_port in ('', 'none'):

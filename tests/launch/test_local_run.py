@@ -3,6 +3,7 @@ keep run_local.sh's runs apart. Owners are real processes (`sleep`), ports real 
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -302,6 +303,12 @@ def test_local_shm_adds_an_address_of_the_logdirs_own_for_the_actors(tmp_path, o
   assert other['actor_address'] not in (name, '') and other['actor_address'].startswith('shm:')
   with pytest.raises(local_run.Refused, match='is in use by another run'):
     _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(), local_shm=True)
+  # Where its gRPC address is taken, the address suggested keeps the actors on shared memory.
+  with pytest.raises(local_run.Refused) as refused:
+    _acquire(tmp_path, 'third', f'localhost:{port}', owners(), local_shm=True)
+  third = local_run.shm_name(str(tmp_path / 'third'))
+  assert re.search(rf'pick another with --server_address=localhost:\d+,{third} \(free now\)',
+                   str(refused.value)), str(refused.value)
 
 
 @pytest.mark.timeout(30)
@@ -317,7 +324,9 @@ def test_a_shared_memory_address_served_outside_any_run_is_refused(tmp_path, own
     assert str(refused.value) == (f'the learner address {name} is in use by another program; '
                                   'give this run another --logdir=DIR')
     # Listed by the user: the way out is another name.
-    with pytest.raises(local_run.Refused, match=f'the learner address {name} is in use'):
+    with pytest.raises(local_run.Refused, match=f'the learner address {name} is in use by '
+                                                f'another program; pick another with '
+                                                f'--server_address={name}.2'):
       _acquire(tmp_path, 'other', f'localhost:{_free_tcp_port()},{name}', owners())
   finally:
     server.close()
