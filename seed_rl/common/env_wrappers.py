@@ -192,9 +192,9 @@ class BatchedEnvironment:
   observation of the next episode together with `done=True`.
 
   Seeding: the first reset of each environment uses
-  `seed = base + env_id` (`base = config.seed` when `config` has a non-None
-  `seed` attribute, else 0), so runs are reproducible; later resets pass no
-  seed and continue the environment's own random stream.
+  `seed = base + env_id` (`base = config.seed`, the `--seed` flag of
+  `common_flags`; 0 when it is None), so runs are reproducible; later resets
+  pass no seed and continue the environment's own random stream.
   """
 
   def __init__(self,
@@ -208,14 +208,15 @@ class BatchedEnvironment:
       create_env_fn: `(env_id, config) -> env`, called once per environment with its global id.
       batch_size: number of environments.
       id_offset: global id of the first environment.
-      config: passed to `create_env_fn`; its `seed` attribute, if any, is the base seed.
+      config: passed to `create_env_fn` (the flags of `common_flags` and the environment's);
+        its `seed` (None: 0) is the base seed. None: factories that read no config.
     """
     if int(batch_size) < 1:
       raise ValueError(f'batch_size must be >= 1, got {batch_size}')
     self._batch_size = int(batch_size)
     self._env_ids = np.arange(
         id_offset, id_offset + self._batch_size, dtype=np.int32)
-    base_seed = getattr(config, 'seed', None)
+    base_seed = None if config is None else config.seed
     self._base_seed = 0 if base_seed is None else int(base_seed)
     self._envs = [create_env_fn(int(env_id), config)
                   for env_id in self._env_ids]

@@ -189,7 +189,7 @@ def test_batched_seeding_first_reset_only():
 
 @pytest.mark.timeout(30)
 def test_batched_truncation_flag():
-  config = types.SimpleNamespace(truncate=True)
+  config = types.SimpleNamespace(truncate=True, seed=None)
   batched = env_wrappers.BatchedEnvironment(_make_counting, 2, 0, config)
   batched.reset()
   batched.step([0, 0])

@@ -12,13 +12,13 @@ Evaluation environments (the `num_eval_envs` highest ids) act with the distribut
 
 import contextlib
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from absl import flags
 import gin
 import tensorflow as tf
 
-from seed_rl.agents.policy_gradient import learner_flags
+from seed_rl.agents.policy_gradient import config as config_lib
 from seed_rl.agents.policy_gradient.modules import generalized_onpolicy_loss
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
@@ -48,9 +48,9 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
   supports_abandoned_episodes = True
 
   def __init__(self, create_agent_fn: Callable[..., Any], create_loss_fn: Callable[..., Any],
-               config: Any):
+               config: config_lib.PolicyGradientConfig):
     super().__init__(config)
-    self.training_config = learner_flags.training_config_from_flags(config)
+    self.training_config = config.training_config
     self.clip_norm = self.training_config.clip_norm or 0.
     self._create_agent_fn = create_agent_fn
     self._create_loss_fn = create_loss_fn
@@ -151,7 +151,7 @@ class PolicyGradientAgent(learner_runtime.SampledPolicyAgent):
 def learner_loop(create_env_fn: Callable[[int, Any], Any],
                  create_agent_fn: Callable[..., Any],
                  create_optimizer_fn: Callable[[int], Any],
-                 config: Any = None,
+                 config: Union[config_lib.PolicyGradientConfig, flags.FlagValues, None] = None,
                  create_loss_fn: Callable[..., Any] = default_create_loss_fn) -> None:
   """Trains an on-policy agent, serving inference to actors until the frame budget is spent.
 
@@ -163,13 +163,13 @@ def learner_loop(create_env_fn: Callable[[int, Any], Any],
       `modules.continuous_control_agent`).
     create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`, where iterations
       count optimizer steps (epochs x minibatches per training step).
-    config: the flags of `learner_flags` and `common_flags` (absl `FLAGS` by default).
+    config: a `PolicyGradientConfig`, or absl flags (`FLAGS` by default) that define the flags
+      of `learner_flags`, read with `PolicyGradientConfig.from_flags`.
     create_loss_fn: `(training_agent, parametric_action_distribution) -> loss`, by default the
       gin-configured `GeneralizedOnPolicyLoss`; the optimizer trains the loss's
       `trainable_variables`, which must include the training agent's.
   """
-  if config is None:
-    config = flags.FLAGS
+  config = config_lib.PolicyGradientConfig.of(config)
   agent = PolicyGradientAgent(create_agent_fn, create_loss_fn, config)
   try:
     learner_runtime.run(agent, create_env_fn, create_optimizer_fn, config)

@@ -10,11 +10,12 @@ act with `eval_epsilon` and never enter the replay.
 """
 
 import collections
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from absl import flags
 import tensorflow as tf
 
+from seed_rl.agents.r2d2 import config as config_lib
 # The original's public names of the R2D2 learner module.
 from seed_rl.agents.r2d2.learning import apply_epsilon_greedy
 from seed_rl.agents.r2d2.learning import compute_loss_and_priorities
@@ -29,8 +30,6 @@ from seed_rl.common import specs as specs_lib
 from seed_rl.common.training import replay as replay_lib
 from seed_rl.common.training import tensors
 
-FLAGS = flags.FLAGS
-
 # A training batch: unrolls sampled from the replay and their importance weights.
 SampledUnrolls = collections.namedtuple('SampledUnrolls', 'unrolls importance_weights')
 
@@ -40,15 +39,20 @@ SampledUnrolls = collections.namedtuple('SampledUnrolls', 'unrolls importance_we
 
 
 def get_replay_insertion_batch_size(per_replica: bool = False, config: Any = None) -> int:
-  """New unrolls inserted into the replay per training step: batch_size / replay_ratio."""
-  config = FLAGS if config is None else config
+  """New unrolls inserted into the replay per training step: batch_size / replay_ratio.
+
+  `config`: an `R2D2Config` or absl flags (`FLAGS` by default).
+  """
+  config = config_lib.R2D2Config.of(config)
   if per_replica:
     return int(config.batch_size / config.replay_ratio / config.num_training_tpus)
   return int(config.batch_size / config.replay_ratio)
 
 
 def get_num_training_envs(config: Any = None) -> int:
-  config = FLAGS if config is None else config
+  """Environments that train: `num_envs - num_eval_envs` of `config` (an `R2D2Config` or absl
+  flags, `FLAGS` by default)."""
+  config = config_lib.R2D2Config.of(config)
   return config.num_envs - config.num_eval_envs
 
 
@@ -61,7 +65,7 @@ def is_training_env(env_id, config: Any = None):
 # Learner.
 
 
-def _validate_config(config) -> None:
+def _validate_config(config: config_lib.R2D2Config) -> None:
   if config.n_steps < 1:
     raise ValueError(f'n_steps must be at least 1, got {config.n_steps}.')
   if config.burn_in < 0:
@@ -70,9 +74,10 @@ def _validate_config(config) -> None:
     raise ValueError(
         f'batch_size / replay_ratio (= {config.batch_size} / {config.replay_ratio}) must be at '
         'least 1: it is the number of new unrolls per training step.')
-  for name in ('replay_buffer_size', 'update_target_every_n_step'):
-    if getattr(config, name) <= 0:
-      raise ValueError(f'{name} must be positive, got {getattr(config, name)}.')
+  for name, value in [('replay_buffer_size', config.replay_buffer_size),
+                      ('update_target_every_n_step', config.update_target_every_n_step)]:
+    if value <= 0:
+      raise ValueError(f'{name} must be positive, got {value}.')
 
 
 class R2D2Agent(learner_runtime.LearnerAgent):
@@ -82,7 +87,8 @@ class R2D2Agent(learner_runtime.LearnerAgent):
   supports_abandoned_episodes = True
   exploration = 'epsilon-greedy'
 
-  def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
+  def __init__(self, create_agent_fn: Callable[..., tf.keras.Model],
+               config: config_lib.R2D2Config):
     super().__init__(config)
     self._create_agent_fn = create_agent_fn
     self.burn_in = config.burn_in
@@ -192,7 +198,8 @@ class R2D2Agent(learner_runtime.LearnerAgent):
 def learner_loop(create_env_fn: Callable[[int, Any], Any],
                  create_agent_fn: Callable[..., tf.keras.Model],
                  create_optimizer_fn: Callable[[int], Any],
-                 config: Any = None) -> None:
+                 config: Union[config_lib.R2D2Config, flags.FlagValues, None] = None
+                 ) -> None:
   """Trains an R2D2 agent, serving inference to actors until the frame budget is spent.
 
   Args:
@@ -202,8 +209,9 @@ def learner_loop(create_env_fn: Callable[[int, Any], Any],
       `agent((prev_actions, env_outputs), agent_state, unroll=False)` returning
       `(AgentOutput(action, q_values), new_agent_state)`, with `initial_state(batch_size)`.
     create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
-    config: the flags of `learner_flags` and `common_flags` (absl `FLAGS` by default).
+    config: an `R2D2Config`, or absl flags (`FLAGS` by default) that define the flags of
+      `learner_flags`, read with `R2D2Config.from_flags`.
   """
-  config = FLAGS if config is None else config
+  config = config_lib.R2D2Config.of(config)
   learner_runtime.run(R2D2Agent(create_agent_fn, config), create_env_fn, create_optimizer_fn,
                       config)

@@ -8,11 +8,12 @@ updated by Polyak averaging every `update_target_every_n_step` steps.
 """
 
 import collections
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from absl import flags
 import tensorflow as tf
 
+from seed_rl.agents.sac import config as config_lib
 from seed_rl.agents.sac.learning import compute_loss  # The original's public name.
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
@@ -21,23 +22,22 @@ from seed_rl.common.training import replay as replay_lib
 from seed_rl.common.training import tensors
 from seed_rl.common.training.entropy_cost import EntropyCost
 
-FLAGS = flags.FLAGS
-
 # What the SAC policy gives the actors.
 AgentOutput = collections.namedtuple('AgentOutput', 'action')
 
 
 def get_replay_insertion_batch_size(config: Any = None) -> int:
   """New unrolls inserted per training step: batch_size / replay_ratio, in windows of
-  `her_window_length` steps (instead of `unroll_length`) with hindsight replay."""
-  config = FLAGS if config is None else config
+  `her_window_length` steps (instead of `unroll_length`) with hindsight replay. `config`: a
+  `SACConfig` or absl flags (`FLAGS` by default)."""
+  config = config_lib.SACConfig.of(config)
   insertion = config.batch_size / config.replay_ratio
   if config.her_window_length:
     insertion *= config.unroll_length / config.her_window_length
   return int(insertion)
 
 
-def _validate_config(config: Any) -> None:
+def _validate_config(config: config_lib.SACConfig) -> None:
   insertion = get_replay_insertion_batch_size(config)
   if insertion < 1:
     raise ValueError(f'batch_size / replay_ratio (= {config.batch_size} / '
@@ -50,9 +50,10 @@ def _validate_config(config: Any) -> None:
   if config.her_window_length and config.her_window_length < config.unroll_length:
     raise ValueError(f'her_window_length (={config.her_window_length}) must be at least '
                      f'unroll_length (={config.unroll_length}).')
-  for name in ('replay_buffer_size', 'update_target_every_n_step'):
-    if getattr(config, name) <= 0:
-      raise ValueError(f'{name} must be positive, got {getattr(config, name)}.')
+  for name, value in [('replay_buffer_size', config.replay_buffer_size),
+                      ('update_target_every_n_step', config.update_target_every_n_step)]:
+    if value <= 0:
+      raise ValueError(f'{name} must be positive, got {value}.')
   if not 0. <= config.polyak <= 1.:
     raise ValueError(f'polyak must be in [0, 1], got {config.polyak}.')
 
@@ -73,7 +74,7 @@ class SACAgent(learner_runtime.LearnerAgent):
   supports_abandoned_episodes = True
 
   def __init__(self, create_agent_fn: Callable[..., tf.keras.Model],
-               create_env_fn: Callable[[int, Any], Any], config: Any):
+               create_env_fn: Callable[[int, Any], Any], config: config_lib.SACConfig):
     super().__init__(config)
     self._create_agent_fn = create_agent_fn
     self._create_env_fn = create_env_fn
@@ -129,7 +130,7 @@ class SACAgent(learner_runtime.LearnerAgent):
     specs, size = unroll_queue.specs, self.config.replay_buffer_size
     replay_lib.check_replay_memory(specs, size)
     if self.config.her_window_length:
-      env = self._create_env_fn(0, self.config)
+      env = self._create_env_fn(0, self.config.env_config)
       self._replay = replay_lib.HindsightExperienceReplay(
           size, specs, 0., _goal_reward_fn(env), self.config.unroll_length,
           self.config.her_substitution_probability)
@@ -176,7 +177,8 @@ class SACAgent(learner_runtime.LearnerAgent):
 def learner_loop(create_env_fn: Callable[[int, Any], Any],
                  create_agent_fn: Callable[..., tf.keras.Model],
                  create_optimizer_fn: Callable[[int], Any],
-                 config: Any = None) -> None:
+                 config: Union[config_lib.SACConfig, flags.FlagValues, None] = None
+                 ) -> None:
   """Trains a SAC agent, serving inference to actors until the frame budget is spent.
 
   Args:
@@ -186,8 +188,9 @@ def learner_loop(create_env_fn: Callable[[int, Any], Any],
       agent` with `get_action_params`, `get_V`, `get_Q` (see `networks`), called as
       `agent(prev_actions, env_outputs, core_state)` returning `(action, new_core_state)`.
     create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
-    config: the flags of `learner_flags` and `common_flags` (absl `FLAGS` by default).
+    config: a `SACConfig`, or absl flags (`FLAGS` by default) that define the flags of
+      `learner_flags`, read with `SACConfig.from_flags`.
   """
-  config = FLAGS if config is None else config
+  config = config_lib.SACConfig.of(config)
   learner_runtime.run(SACAgent(create_agent_fn, create_env_fn, config), create_env_fn,
                       create_optimizer_fn, config)

@@ -11,11 +11,12 @@ steps on minibatches of `batch_size` of them shuffled anew, as the on-policy age
 mode does. With `popart` the network's value output is normalized (PopArt).
 """
 
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from absl import flags
 import tensorflow as tf
 
+from seed_rl.agents.vtrace import config as config_lib
 from seed_rl.agents.vtrace.learning import compute_loss  # The original's public name.
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
@@ -25,7 +26,6 @@ from seed_rl.common.training import running_statistics
 from seed_rl.common.training import tensors
 from seed_rl.common.training.entropy_cost import EntropyCost
 
-FLAGS = flags.FLAGS
 # PopArt's statistics fold their buffer into the accumulator every so many optimizer steps: the
 # buffer's count (100 x 32 x 100 targets with the default batch) stays exact in float32.
 _POPART_STEPS_PER_FLUSH = 100
@@ -37,14 +37,15 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
   name = 'VTRACE'
   supports_abandoned_episodes = True
 
-  def __init__(self, create_agent_fn: Callable[..., tf.keras.Model], config: Any):
+  def __init__(self, create_agent_fn: Callable[..., tf.keras.Model],
+               config: config_lib.VTraceConfig):
     super().__init__(config)
     self._create_agent_fn = create_agent_fn
     self._entropy_cost = None
-    self._epochs_per_step = int(getattr(config, 'epochs_per_step', 1))
-    self._batches_per_step = int(getattr(config, 'batches_per_step', 1))
-    self.clip_norm = float(getattr(config, 'clip_norm', 0.) or 0.)
-    self._use_popart = bool(getattr(config, 'popart', False))
+    self._epochs_per_step = config.epochs_per_step
+    self._batches_per_step = config.batches_per_step
+    self.clip_norm = config.clip_norm
+    self._use_popart = config.popart
     self.value_normalizer = None  # The PopArt module, with `popart`.
     # With several optimizer steps per training step, the training steps are counted apart.
     self._training_iterations = None
@@ -131,7 +132,8 @@ class VTraceAgent(learner_runtime.SampledPolicyAgent):
 def learner_loop(create_env_fn: Callable[[int, Any], Any],
                  create_agent_fn: Callable[..., tf.keras.Model],
                  create_optimizer_fn: Callable[[int], Any],
-                 config: Any = None) -> None:
+                 config: Union[config_lib.VTraceConfig, flags.FlagValues, None] = None
+                 ) -> None:
   """Trains a V-trace agent, serving inference to actors until the frame budget is spent.
 
   Args:
@@ -140,8 +142,9 @@ def learner_loop(create_env_fn: Callable[[int, Any], Any],
       agent`, called as `agent(prev_actions, env_outputs, core_state, unroll, is_training)`
       (see `networks`).
     create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
-    config: the flags of `learner_flags` and `common_flags` (absl `FLAGS` by default).
+    config: a `VTraceConfig`, or absl flags (`FLAGS` by default) that define the flags of
+      `learner_flags`, read with `VTraceConfig.from_flags`.
   """
-  config = FLAGS if config is None else config
+  config = config_lib.VTraceConfig.of(config)
   learner_runtime.run(VTraceAgent(create_agent_fn, config), create_env_fn, create_optimizer_fn,
                       config)

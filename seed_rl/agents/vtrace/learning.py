@@ -67,7 +67,7 @@ def compute_loss(parametric_action_distribution, agent, agent_state, prev_action
   done = env_outputs.done[1:]
   if config.max_abs_reward:
     rewards = tf.clip_by_value(rewards, -config.max_abs_reward, config.max_abs_reward)
-  rewards *= getattr(config, 'reward_scaling', 1.)
+  rewards *= config.reward_scaling
   rewards = bootstrap_abandoned_steps(rewards, learner_outputs.baseline,
                                       done & env_outputs.abandoned[1:])
   discounts = tf.cast(~done, tf.float32) * config.discounting

@@ -5,19 +5,32 @@ gcp/train_*.sh before anything starts, so both refuse the same configurations in
 words: one line naming the flags and what to change.
 """
 
+import dataclasses
+import operator
 from typing import Any, Optional
 
+from absl import flags
+
+from seed_rl.common.config import learner_config
+
 #: Flags every learner has that must be positive.
-POSITIVE_LEARNER_FLAGS = ('batch_size', 'unroll_length', 'unroll_queue_max_size',
-                          'save_checkpoint_secs', 'log_episode_frequency', 'checkpoints_to_keep')
+POSITIVE_LEARNER_FLAGS = learner_config.POSITIVE_FIELDS
 #: Of those, the ones the on-policy learner may leave at 0 to derive them from sizes given in
 #: transitions (its `--batch_size_transitions` flag; it checks the derivation itself).
 SIZES_DERIVED_FROM_TRANSITIONS = ('batch_size', 'unroll_length')
 
 
 def positive_flags(config: Any) -> tuple:
-  """The names of `POSITIVE_LEARNER_FLAGS` that `config`'s learner needs positive."""
-  if hasattr(config, 'batch_size_transitions'):
+  """The names of `POSITIVE_LEARNER_FLAGS` that `config`'s learner needs positive.
+
+  `config`: a `LearnerConfig` (its `positive_fields`), or parsed flag values or a namespace
+  copy of them, as `seed_rl.launch.flag_check` checks them before the learner starts: there the
+  on-policy learner is the one whose flags include `--batch_size_transitions`.
+  """
+  if isinstance(config, learner_config.LearnerConfig):
+    return config.positive_fields
+  defined = config if isinstance(config, flags.FlagValues) else vars(config)
+  if 'batch_size_transitions' in defined:
     return tuple(name for name in POSITIVE_LEARNER_FLAGS
                  if name not in SIZES_DERIVED_FROM_TRANSITIONS)
   return POSITIVE_LEARNER_FLAGS
@@ -25,12 +38,25 @@ def positive_flags(config: Any) -> tuple:
 
 def validate_learner_config(config: Any, num_hosts: int = 1,
                             num_envs_source: Optional[str] = None) -> None:
-  """Checks the learner's batch sizes; resolves `inference_batch_size=-1` in place.
+  """Checks the learner's batch sizes; resolves `inference_batch_size=-1` in place (the
+  original's function, on flags or another mutable config).
+
+  Raises:
+    ValueError: naming the flags to change.
+  """
+  config.inference_batch_size = inference_batch_size(config, num_hosts, num_envs_source)
+
+
+def inference_batch_size(config: Any, num_hosts: int = 1,
+                         num_envs_source: Optional[str] = None) -> int:
+  """The learner's inference batch size (`inference_batch_size`, -1 resolved), checked.
 
   The server only runs full inference batches, so a batch must be a whole number of actor
   calls and there must be enough environments to fill one per host. `num_envs_source` says
   where `--num_envs` came from, for the messages (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
-  Raises ValueError.
+
+  Raises:
+    ValueError: naming the flags to change.
   """
   num_envs_is = f'--num_envs={config.num_envs}' + (
       f' ({num_envs_source})' if num_envs_source else '')
@@ -38,12 +64,9 @@ def validate_learner_config(config: Any, num_hosts: int = 1,
     raise ValueError(f'{num_envs_is} must be positive')
   if config.env_batch_size <= 0:
     raise ValueError(f'--env_batch_size must be positive, got {config.env_batch_size}')
-  check_double_buffering(config)
   given = config.inference_batch_size != -1
-  if not given:
-    config.inference_batch_size = max(config.env_batch_size,
-                                      config.num_envs // (2 * num_hosts))
-  size = config.inference_batch_size
+  size = (config.inference_batch_size if given else
+          max(config.env_batch_size, config.num_envs // (2 * num_hosts)))
   if size <= 0:
     raise ValueError(f'--inference_batch_size must be positive or -1, got {size}')
   what = (f'--inference_batch_size={size}' if given else
@@ -59,24 +82,41 @@ def validate_learner_config(config: Any, num_hosts: int = 1,
         f'{what}{hosts} is more than {num_envs_is}: the learner runs full inference batches '
         'only and would wait forever; use --inference_batch_size='
         f'{fitting - fitting % config.env_batch_size} or less, or more environments')
+  return size
 
 
 def check_double_buffering(config: Any) -> None:
-  """Raises ValueError when `--double_buffered_acting` cannot split an actor's environments
-  (a config without the flag does not buffer)."""
-  if getattr(config, 'double_buffered_acting', False) and config.env_batch_size % 2:
+  """Raises ValueError when `--double_buffered_acting` cannot split an actor's environments."""
+  if config.double_buffered_acting and config.env_batch_size % 2:
     raise ValueError('--double_buffered_acting splits the environments of each actor into two '
                      f'halves: --env_batch_size must be even, got {config.env_batch_size}')
 
 
-def validate_runtime_config(config: Any, num_envs_source: Optional[str] = None) -> None:
-  """`validate_learner_config`, and the counts every learner of the runtime needs positive."""
-  validate_learner_config(config, num_envs_source=num_envs_source)
+def validate_runtime_config(config: Any, num_envs_source: Optional[str] = None) -> Any:
+  """The checks of `validate_learner_config` and `check_double_buffering`, and the counts every learner of the runtime needs
+  positive (`positive_flags`; None, an unset shared flag, stands for the agent's default, which
+  is).
+
+  Returns:
+    `config` with `inference_batch_size` resolved: a new one for a (frozen) `LearnerConfig`,
+    `config` itself changed in place otherwise (flags, or the copy `flag_check` makes).
+
+  Raises:
+    ValueError: naming the flag to change.
+  """
+  size = inference_batch_size(config, num_envs_source=num_envs_source)
+  check_double_buffering(config)
+  if dataclasses.is_dataclass(config):
+    config = dataclasses.replace(config, inference_batch_size=size)
+  else:
+    config.inference_batch_size = size
   for name in positive_flags(config):
-    if getattr(config, name) <= 0:
-      raise ValueError(f'--{name} must be positive, got {getattr(config, name)}')
+    value = operator.attrgetter(name)(config)
+    if value is not None and value <= 0:
+      raise ValueError(f'--{name} must be positive, got {value}')
   if config.num_envs <= config.num_eval_envs:
     raise ValueError(
         f'--num_eval_envs={config.num_eval_envs} leaves no training environment of '
         f'--num_envs={config.num_envs}: no unroll would ever be trained on and training would '
         'wait forever; use fewer evaluation environments')
+  return config

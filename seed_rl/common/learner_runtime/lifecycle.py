@@ -17,7 +17,6 @@ import signal
 import threading
 from typing import Any, Callable
 
-from absl import flags
 from absl import logging
 import tensorflow as tf
 
@@ -103,17 +102,26 @@ def _new_server(config) -> 'grpc.Server':
                      **security.server_kwargs_from_config(config))
 
 
-def start_server(config, inference_fns, validate: Callable[[Any], None]) -> 'grpc.Server':
+def start_server(config: Any, inference_fns: Any,
+                 validate: Callable[[Any], None]) -> 'grpc.Server':
   """A gRPC server on `config.server_address` serving `inference` (one function per inference
   device, used round robin per batch; `validate` checks each request before it joins a batch)
-  and, for flag configs, `get_config` for the actors."""
+  and, for a config read from flags, `get_config`: the actors receive the learner's flags that
+  were given or differ from their defaults (`transfer`).
+
+  Args:
+    config: the learner's `LearnerConfig`.
+    inference_fns: the inference functions, one per inference device.
+    validate: checks each request before it joins a batch.
+  """
   server = _new_server(config)
   server.bind(inference_fns, validate=validate)
-  if isinstance(config, flags.FlagValues):
+  if config.flag_values is not None:
+    flag_values = config.flag_values
 
     @tf.function(input_signature=[], autograph=False)
     def get_config():
-      return transfer.serialize_config(config)
+      return transfer.serialize_config(flag_values)
 
     server.bind(get_config)
   return server

@@ -22,6 +22,7 @@ import tensorflow as tf
 from seed_rl.common import profiling
 from seed_rl.common import specs as specs_lib
 from seed_rl.common.config import checks
+from seed_rl.common.config.learner_config import LearnerConfig
 from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import devices
@@ -41,13 +42,14 @@ _TIMING_WINDOW = 20
 _WAITING_LINE_PERIOD_SECS = 5.
 
 
-def validate_config(config: Any) -> None:
-  """The checks every learner makes before it starts; resolves `inference_batch_size=-1`."""
-  checks.validate_runtime_config(config)
+def validate_config(config: LearnerConfig) -> LearnerConfig:
+  """The checks every learner makes before it starts; returns `config` with
+  `inference_batch_size=-1` resolved."""
+  return checks.validate_runtime_config(config)
 
 
-def _probe_spaces(create_env_fn: Callable[[int, Any], Any], config: Any):
-  env = create_env_fn(0, config)
+def _probe_spaces(create_env_fn: Callable[[int, Any], Any], env_config: Any):
+  env = create_env_fn(0, env_config)
   try:
     return env.action_space, env.observation_space
   finally:
@@ -55,9 +57,12 @@ def _probe_spaces(create_env_fn: Callable[[int, Any], Any], config: Any):
 
 
 def create_agent(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
-                 strategy: tf.distribute.Strategy, config: Any) -> inference.Specs:
-  """Creates the agent's networks and variables; returns the specs of what the learner keeps."""
-  action_space, observation_space = _probe_spaces(create_env_fn, config)
+                 strategy: tf.distribute.Strategy, env_config: Any) -> inference.Specs:
+  """Creates the agent's networks and variables; returns the specs of what the learner keeps.
+
+  `create_env_fn(0, env_config)` gives the spaces (`env_config`: the config's `env_config`).
+  """
+  action_space, observation_space = _probe_spaces(create_env_fn, env_config)
   env_output_specs = specs_lib.env_output_specs_for(observation_space)
   action_spec = agent.action_spec(action_space)
   with strategy.scope():
@@ -81,16 +86,22 @@ def _create_optimizer(agent: agent_lib.LearnerAgent, create_optimizer_fn: Callab
 
 
 def run(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
-        create_optimizer_fn: Callable[[int], Any], config: Any) -> None:
+        create_optimizer_fn: Callable[[int], Any], config: LearnerConfig) -> None:
   """Trains `agent`, serving inference to actors until the frame budget is spent.
 
   Args:
     agent: the agent's own parts.
-    create_env_fn: `(env_id, config) -> env`; called once for the observation/action spaces.
+    create_env_fn: `(env_id, env_config) -> env`, `env_config` being `config.env_config` (the
+      flags of an entry point); called once for the observation/action spaces.
     create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
-    config: the learner's flags (absl `FLAGS` or an object with the same attributes).
+    config: the learner's typed config: a `LearnerConfig`, usually the agent's subclass of it,
+      the one `agent.config` holds.
   """
-  validate_config(config)
+  if not isinstance(config, LearnerConfig):
+    raise TypeError(f'The learner runtime reads a LearnerConfig, got a {type(config).__name__}: '
+                    'build one with the agent\'s config class (e.g. '
+                    'VTraceConfig.from_flags()).')
+  config = validate_config(config)
   agent.validate_config()
   # Installed first, so that a SIGTERM during start-up still ends in a checkpoint.
   with lifecycle.stop_requested_on_signals() as stop_requested:
@@ -101,8 +112,8 @@ class _Learner(object):
   """One learner process: built by the constructor, served and trained by `run`."""
 
   def __init__(self, agent: agent_lib.LearnerAgent, create_env_fn, create_optimizer_fn,
-               config: Any):
-    run_record.write(config.logdir, config, create_env_fn, agent.name)
+               config: LearnerConfig):
+    run_record.write(config.logdir, config.flag_values, create_env_fn, agent.name)
     if config.seed is not None:
       tf.random.set_seed(config.seed)
     self._agent, self._config = agent, config
@@ -113,7 +124,7 @@ class _Learner(object):
       raise ValueError(f'batch_size (={batch_size}) must be a multiple of the number of '
                        f'devices (={self._strategy.num_replicas_in_sync}), which share each '
                        'batch.')
-    self._specs = create_agent(agent, create_env_fn, self._strategy, config)
+    self._specs = create_agent(agent, create_env_fn, self._strategy, config.env_config)
     self._frames_per_iteration = (agent.unrolls_per_iteration() * agent.unroll_length() *
                                   config.num_action_repeats)
     self._final_iteration = int(math.ceil(config.total_environment_frames /

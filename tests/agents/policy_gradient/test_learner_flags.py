@@ -1,9 +1,10 @@
 """Batch and step sizes given in unrolls or transitions become unrolls; conflicts are refused."""
 
-import types
+import dataclasses
 
 import pytest
 
+from seed_rl.agents.policy_gradient import config as config_lib
 from seed_rl.agents.policy_gradient import learner_flags
 
 
@@ -53,15 +54,15 @@ def test_conflicting_or_indivisible_sizes_are_refused(kwargs, message):
     _derive(**kwargs)
 
 
-def test_training_config_from_flags():
-  flags = types.SimpleNamespace(
+def test_training_config_of_a_typed_config():
+  typed = config_lib.PolicyGradientConfig(
       num_envs=8, unroll_length=10, batch_size=0, batch_size_transitions=20,
       batches_per_step=1, step_size_unroll=0, step_size_transitions=80, epochs_per_step=3,
       batch_mode='shuffle', block_inference_on_training=False, clip_norm=0.5)
-  config = learner_flags.training_config_from_flags(flags)
+  config = learner_flags.training_config_from_flags(typed)
+  assert config == typed.training_config
   assert (config.batch_size, config.batches_per_step, config.virtual_batch_size) == (2, 4, 8)
   assert config.epochs_per_step == 3 and config.batch_mode == 'shuffle'
   assert config.clip_norm == 0.5 and not config.block_inference_on_training
-  flags.epochs_per_step = 0
   with pytest.raises(ValueError, match='--epochs_per_step must be positive'):
-    learner_flags.training_config_from_flags(flags)
+    dataclasses.replace(typed, epochs_per_step=0).training_config

@@ -1,12 +1,12 @@
 """Reference values of the R2D2 learner's pure functions, as the original's tests fix them."""
 
 import collections
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.r2d2 import config as config_lib
 from seed_rl.agents.r2d2 import learner
 from seed_rl.agents.r2d2 import learning
 from seed_rl.common import utils
@@ -102,7 +102,7 @@ def test_epsilon_greedy_rate_and_greedy_actions_kept():
 
 
 def test_insertion_batch_size_and_training_envs():
-  config = types.SimpleNamespace(batch_size=64, replay_ratio=1.5, num_training_tpus=2,
+  config = config_lib.R2D2Config(batch_size=64, replay_ratio=1.5, num_training_tpus=2,
                                  num_envs=10, num_eval_envs=3)
   assert learner.get_replay_insertion_batch_size(config=config) == 42
   assert learner.get_replay_insertion_batch_size(per_replica=True, config=config) == 21

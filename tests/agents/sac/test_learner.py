@@ -1,9 +1,8 @@
 """The SAC learner's configuration: insertion batch (with and without HER) and its checks."""
 
-import types
-
 import pytest
 
+from seed_rl.agents.sac import config as config_lib
 from seed_rl.agents.sac import learner
 
 pytestmark = pytest.mark.timeout(60)
@@ -14,7 +13,7 @@ def _config(**overrides):
                 num_envs=8, num_eval_envs=0, unroll_queue_max_size=100, replay_buffer_size=1000,
                 update_target_every_n_step=1, polyak=0.9)
   values.update(overrides)
-  return types.SimpleNamespace(**values)
+  return config_lib.SACConfig(**values)
 
 
 def test_insertion_batch_size_counts_windows_with_hindsight_replay():

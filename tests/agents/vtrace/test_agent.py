@@ -1,12 +1,12 @@
 """The V-trace agent's acting: sampled actions for training envs, the mode for evaluation ones."""
 
-import types
 
 import gymnasium
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.vtrace import config as config_lib
 from seed_rl.agents.vtrace import learner
 from seed_rl.agents.vtrace import networks
 from seed_rl.common import parametric_distribution
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _agent(num_envs, num_eval_envs, action_space):
-  config = types.SimpleNamespace(num_envs=num_envs, num_eval_envs=num_eval_envs,
-                                 entropy_cost=0.01, entropy_cost_adjustment_speed=10.)
+  config = config_lib.VTraceConfig(num_envs=num_envs, num_eval_envs=num_eval_envs,
+                                   entropy_cost=0.01, entropy_cost_adjustment_speed=10.)
   agent = learner.VTraceAgent(
       lambda unused_a, unused_o, dist: networks.MLPandLSTM(dist, [4]), config)
   agent.create_networks(action_space, None, None)

@@ -6,14 +6,15 @@ output, the V-trace targets and advantages (IMPALA's backward recursion, written
 definition) and each loss term and metric.
 """
 
+import dataclasses
 import itertools
-import types
 
 import gymnasium
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.vtrace import config as config_lib
 from seed_rl.agents.vtrace import learner
 from seed_rl.agents.vtrace.networks import AgentOutput
 from seed_rl.common import parametric_distribution
@@ -178,9 +179,9 @@ def _tf_args(inputs):
 
 
 def _config(lambda_=1., max_abs_reward=0., kl_cost=0., target_entropy=None, reward_scaling=1.):
-  return types.SimpleNamespace(discounting=.9, lambda_=lambda_, baseline_cost=.7,
-                               kl_cost=kl_cost, max_abs_reward=max_abs_reward,
-                               target_entropy=target_entropy, reward_scaling=reward_scaling)
+  return config_lib.VTraceConfig(discounting=.9, lambda_=lambda_, baseline_cost=.7,
+                                 kl_cost=kl_cost, max_abs_reward=max_abs_reward,
+                                 target_entropy=target_entropy, reward_scaling=reward_scaling)
 
 
 # The options' combinations with rewards unscaled, then scaling after clipping and without it.
@@ -285,7 +286,7 @@ def test_gradients_flow(target_entropy):
 @pytest.mark.parametrize('flag', ['epochs_per_step', 'batches_per_step'])
 @pytest.mark.parametrize('value', [0, -1])
 def test_steps_per_step_below_one_are_refused(flag, value):
-  agent = learner.VTraceAgent(None, types.SimpleNamespace(**{flag: value}))
+  agent = learner.VTraceAgent(None, config_lib.VTraceConfig(**{flag: value}))
   with pytest.raises(ValueError, match=rf'--{flag} must be at least 1, got {value}\.'):
     agent.validate_config()
 
@@ -331,8 +332,8 @@ def test_training_step_takes_every_unroll_once_per_epoch(batches_per_step, epoch
 def _agent(**flags) -> learner.VTraceAgent:
   """A V-trace agent of the fake network with the test's loss settings and `flags`, networks
   created."""
-  config = types.SimpleNamespace(**vars(_config()), entropy_cost=ENTROPY_COST,
-                                 entropy_cost_adjustment_speed=10., **flags)
+  config = dataclasses.replace(_config(), entropy_cost=ENTROPY_COST,
+                               entropy_cost_adjustment_speed=10., **flags)
   agent = learner.VTraceAgent(lambda *unused: FakeAgent(_weights()), config)
   agent.create_networks(gymnasium.spaces.Discrete(NUM_ACTIONS), None, None)
   return agent
@@ -367,7 +368,7 @@ def test_clip_norm_bounds_each_optimizer_step(clip_norm):
 
 @pytest.mark.parametrize('clip_norm', [-1., -1e-3])
 def test_negative_clip_norm_is_refused(clip_norm):
-  agent = learner.VTraceAgent(None, types.SimpleNamespace(clip_norm=clip_norm))
+  agent = learner.VTraceAgent(None, config_lib.VTraceConfig(clip_norm=clip_norm))
   with pytest.raises(ValueError, match=r'--clip_norm must be 0 \(no clipping\) or positive, '
                                        rf'got {clip_norm}\.'):
     agent.validate_config()

@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from seed_rl.agents.r2d2 import config as r2d2_config
 from seed_rl.agents.r2d2 import learner as r2d2_learner
 from seed_rl.agents.r2d2 import networks as r2d2_networks
+from seed_rl.agents.sac import config as sac_config
 from seed_rl.agents.sac import learner as sac_learner
 from seed_rl.agents.sac import networks as sac_networks
+from seed_rl.agents.vtrace import config as vtrace_config
 from seed_rl.agents.vtrace import learner as vtrace_learner
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import specs
@@ -321,24 +324,21 @@ def _cartpole_agent(agent):
 
 
 def _vtrace_agent():
-  config = types.SimpleNamespace(entropy_cost=0.01, entropy_cost_adjustment_speed=10.,
-                                 num_eval_envs=0)
+  config = vtrace_config.VTraceConfig(entropy_cost=0.01, entropy_cost_adjustment_speed=10.)
   return vtrace_learner.VTraceAgent(
       lambda unused_action_space, unused_observation_space, dist: vtrace_networks.MLPandLSTM(
           dist, mlp_sizes=[8], lstm_sizes=[4]), config)
 
 
 def _r2d2_agent():
-  config = types.SimpleNamespace(burn_in=2, clip_norm=40., n_steps=3,
-                                 value_function_rescaling_epsilon=1e-3)
+  config = r2d2_config.R2D2Config(burn_in=2, n_steps=3)
   return r2d2_learner.R2D2Agent(
       lambda unused_specs, num_actions: r2d2_networks.RecurrentQNetwork(num_actions, [8], 4),
       config)
 
 
 def _sac_agent():
-  config = types.SimpleNamespace(entropy_cost=0.01, entropy_cost_adjustment_speed=1.,
-                                 her_window_length=None, unroll_length=1)
+  config = sac_config.SACConfig(entropy_cost=0.01)
   return sac_learner.SACAgent(
       lambda unused_action_space, unused_observation_space, dist: sac_networks.ActorCriticMLP(
           dist, n_critics=2, mlp_sizes=[8]), gym_env.create_environment, config)

@@ -4,9 +4,9 @@
 checks that the two are the same).
 """
 
+import dataclasses
 import threading
 import time
-import types
 
 import numpy as np
 import pytest
@@ -17,6 +17,7 @@ from seed_rl.agents.vtrace import networks
 from seed_rl.common import env_wrappers
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
+from seed_rl.common.config.learner_config import LearnerConfig
 from seed_rl.common.structures import EnvOutput
 from seed_rl.common.training import tensors
 from seed_rl.environments.gym import env as gym_env
@@ -64,17 +65,20 @@ class A2CAgent(learner_runtime.LearnerAgent):
     return a2c_loss(self.distribution, self.network, unrolls, self.config.discounting)
 
 
+@dataclasses.dataclass(frozen=True)
+class A2CConfig(LearnerConfig):
+  """The runtime's fields and the environment's, which `create_env_fn` reads from the config
+  itself (a config made in code has no flags)."""
+  env_name: str = 'CartPole-v1'
+
+
 def _config(tmp_path, **overrides):
   values = dict(
-      env_name='CartPole-v1', logdir=str(tmp_path / 'logdir'), init_checkpoint=None,
-      server_address=f'unix:{tmp_path}/learner.sock', num_envs=4, env_batch_size=4,
-      inference_batch_size=4, num_eval_envs=0, batch_size=2, unroll_length=10,
-      unroll_queue_max_size=4, total_environment_frames=800, num_action_repeats=1,
-      save_checkpoint_secs=3600, log_episode_frequency=1, discounting=0.99, seed=1,
-      num_training_tpus=1, checkpoints_to_keep=3, fresh_start=False,
-      actor_takeover_grace_secs=60., refuse_observations_above=1e9, refuse_rewards_above=1e9)
+      logdir=str(tmp_path / 'logdir'), server_address=f'unix:{tmp_path}/learner.sock',
+      num_envs=4, env_batch_size=4, inference_batch_size=4, batch_size=2, unroll_length=10,
+      unroll_queue_max_size=4, total_environment_frames=800, save_checkpoint_secs=3600, seed=1)
   values.update(overrides)
-  return types.SimpleNamespace(**values)
+  return A2CConfig(**values)
 
 
 def _act(config, ended):
