@@ -109,16 +109,20 @@ class _InfoOfPackageFilter(std_logging.Filter):
 
 def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_module: str,
         create_agent_fn: Callable[..., Any], create_optimizer_fn: Callable[[int], Any],
-        prepare_learner: Optional[Callable[[], None]] = None) -> None:
+        prepare_learner: Optional[Callable[[], None]] = None,
+        create_config_fn: Optional[Callable[[], Any]] = None) -> None:
   """Runs `actor_loop(create_env_fn)` or `<learner_module>.learner_loop(...)`.
 
   Args:
     argv: the arguments left by absl (only the program name is allowed).
-    create_env_fn: `(env_id, config) -> env`.
+    create_env_fn: `(env_id, config) -> env`, `config` the flags.
     learner_module: e.g. 'seed_rl.agents.vtrace.learner'.
     create_agent_fn, create_optimizer_fn: passed to `learner_loop`.
     prepare_learner: run in the learner before `learner_loop`, once TensorFlow is imported
       (e.g. parsing the gin configuration).
+    create_config_fn: `() -> config`, the learner's typed config (e.g.
+      `VTraceConfig.from_flags`), built after `prepare_learner` and handed to `learner_loop`;
+      None: `learner_loop` reads the flags itself.
 
   After training, the learner's process exits without collecting TensorFlow's objects once
   more: `gc.freeze` runs at the interpreter's exit, not when `run` returns.
@@ -135,7 +139,11 @@ def run(argv: Sequence[str], create_env_fn: Callable[[int, Any], Any], learner_m
     try:
       if prepare_learner is not None:
         prepare_learner()
-      learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
+      if create_config_fn is None:
+        learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn)
+      else:
+        learner.learner_loop(create_env_fn, create_agent_fn, create_optimizer_fn,
+                             config=create_config_fn())
       # Checkpoints, summaries and the exported policy are written: the interpreter's last
       # garbage collections over TensorFlow's many objects would only delay the exit by seconds.
       # Frozen at exit, not now: whatever the caller runs after `run` is collected as usual.

@@ -71,3 +71,26 @@ def test_the_learner_freezes_the_heap_only_when_the_process_exits():
                           text=True, timeout=50)
   assert result.returncode == 0, result.stderr
   assert result.stdout.splitlines() == ['frozen after run: 0', 'frozen at exit: True']
+
+
+# An entry point's learner, its learner module replaced by one that prints the config it gets.
+_CONFIG_OF_MAIN = """
+import sys, types
+from seed_rl.common import entry_point
+from seed_rl.environments.gym import vtrace_main
+entry_point.FLAGS(['main', '--run_mode=learner', '--batch_size=3'])
+entry_point._import_learner_quietly = lambda name: types.SimpleNamespace(
+    learner_loop=lambda *args, config: print(type(config).__name__, config.batch_size,
+                                             config.unroll_length, config.discounting))
+vtrace_main.main(['main'])
+"""
+
+
+@pytest.mark.timeout(60)
+def test_an_entry_point_hands_its_learner_one_typed_config():
+  result = subprocess.run([sys.executable, '-c', _CONFIG_OF_MAIN], cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=50)
+  assert result.returncode == 0, result.stderr[-2000:]
+  # The flag given, the entry point's own default (10) and V-trace's (0.99).
+  assert result.stdout.split() == ['VTraceConfig', '3', '10', '0.99']

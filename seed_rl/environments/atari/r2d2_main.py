@@ -12,6 +12,7 @@ import it when the learner calls them.
 from absl import app
 from absl import flags
 
+from seed_rl.agents.r2d2 import config as agent_config
 from seed_rl.agents.r2d2 import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.atari import env
@@ -47,7 +48,8 @@ def create_optimizer(unused_final_iteration):
 
 def main(argv):
   entry_point.run(argv, env.create_environment, 'seed_rl.agents.r2d2.learner', create_agent,
-                  create_optimizer)
+                  create_optimizer,
+                  create_config_fn=agent_config.R2D2Config.from_flags)
 
 
 if __name__ == '__main__':

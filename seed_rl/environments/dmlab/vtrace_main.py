@@ -15,6 +15,7 @@ from typing import Any
 from absl import app
 from absl import flags
 
+from seed_rl.agents.vtrace import config as agent_config
 from seed_rl.agents.vtrace import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.dmlab import env
@@ -45,7 +46,8 @@ def create_optimizer(final_iteration: int) -> tuple[Any, Any]:
 def main(argv: Sequence[str]) -> None:
   env.exit_if_deepmind_lab_missing()
   entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner', create_agent,
-                  create_optimizer)
+                  create_optimizer,
+                  create_config_fn=agent_config.VTraceConfig.from_flags)
 
 
 if __name__ == '__main__':

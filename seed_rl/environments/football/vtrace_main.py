@@ -14,6 +14,7 @@ from typing import Any
 
 from absl import app, flags
 
+from seed_rl.agents.vtrace import config as agent_config
 from seed_rl.agents.vtrace import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.football import (
@@ -43,7 +44,8 @@ def create_optimizer(unused_final_iteration: int) -> tuple[Any, Callable[[Any], 
 
 def main(argv: list[str]) -> None:
   entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner', create_agent,
-                  create_optimizer)
+                  create_optimizer,
+                  create_config_fn=agent_config.VTraceConfig.from_flags)
 
 
 if __name__ == '__main__':

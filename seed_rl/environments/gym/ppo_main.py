@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from absl import app
 from absl import flags
 
+from seed_rl.agents.policy_gradient import config as agent_config
 from seed_rl.agents.policy_gradient import main_flags
 from seed_rl.common import entry_point
 from seed_rl.environments.gym import env
@@ -33,7 +34,8 @@ for name, value in [('num_envs', 16), ('env_batch_size', 8), ('unroll_length', 3
 def main(argv: Sequence[str]) -> None:
   entry_point.run(argv, env.create_environment, 'seed_rl.agents.policy_gradient.learner',
                   main_flags.create_agent, main_flags.create_optimizer,
-                  prepare_learner=main_flags.parse_gin)
+                  prepare_learner=main_flags.parse_gin,
+                  create_config_fn=agent_config.PolicyGradientConfig.from_flags)
 
 
 if __name__ == '__main__':

@@ -9,6 +9,7 @@ Actors import no TensorFlow: the network and the optimizer import it when the le
 from absl import app
 from absl import flags
 
+from seed_rl.agents.vtrace import config as agent_config
 from seed_rl.agents.vtrace import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.gym import env
@@ -59,7 +60,8 @@ def create_optimizer(final_iteration):
 
 def main(argv):
   entry_point.run(argv, env.create_environment, 'seed_rl.agents.vtrace.learner', create_agent,
-                  create_optimizer)
+                  create_optimizer,
+                  create_config_fn=agent_config.VTraceConfig.from_flags)
 
 
 if __name__ == '__main__':

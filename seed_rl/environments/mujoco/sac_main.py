@@ -18,6 +18,7 @@ from absl import logging
 import gymnasium
 import numpy as np
 
+from seed_rl.agents.sac import config as agent_config
 from seed_rl.agents.sac import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.mujoco import env_flags
@@ -109,7 +110,8 @@ def create_optimizer(unused_final_iteration: int) -> tuple[Any, Callable[[Any], 
 
 def main(argv: Sequence[str]) -> None:
   entry_point.run(argv, env_flags.create_environment_fn, 'seed_rl.agents.sac.learner',
-                  create_agent, create_optimizer, prepare_learner=set_target_entropy)
+                  create_agent, create_optimizer, prepare_learner=set_target_entropy,
+                  create_config_fn=agent_config.SACConfig.from_flags)
 
 
 if __name__ == '__main__':

@@ -15,6 +15,7 @@ from typing import Any
 
 from absl import app, flags
 
+from seed_rl.agents.vtrace import config as agent_config
 from seed_rl.agents.vtrace import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.mujoco import env_flags
@@ -56,7 +57,8 @@ def create_optimizer(unused_final_iteration: int) -> tuple[Any, Callable[[Any], 
 
 def main(argv: Sequence[str]) -> None:
   entry_point.run(argv, env_flags.create_environment_fn, 'seed_rl.agents.vtrace.learner',
-                  create_agent, create_optimizer)
+                  create_agent, create_optimizer,
+                  create_config_fn=agent_config.VTraceConfig.from_flags)
 
 
 if __name__ == '__main__':
