@@ -24,11 +24,23 @@ DOCS = ROOT / 'docs'
 
 _FENCED_SH = re.compile(r'^ *```sh\n(.*?)^ *```$', re.MULTILINE | re.DOTALL)
 
-_PRINT_DEFAULTS = ('import importlib, json, sys\n'
-                   'from absl import flags\n'
-                   'importlib.import_module(sys.argv[1])\n'
-                   'print(json.dumps({name: flags.FLAGS[name].default for name in flags.FLAGS},'
-                   ' default=str))\n')
+# Prints the flags' defaults once the module is imported; a flag whose default is None, "the
+# agent's default", reads as the default of the agent config that the module imported (there
+# is one for an agent's flag module or entry point).
+_PRINT_DEFAULTS = """
+import dataclasses, importlib, json, sys
+from absl import flags
+importlib.import_module(sys.argv[1])
+from seed_rl.common.config import learner_config
+configs = [value for name, module in list(sys.modules.items())
+           if name.startswith('seed_rl.agents.') and name.endswith('.config')
+           for value in vars(module).values() if isinstance(value, type)
+           and issubclass(value, learner_config.LearnerConfig) and value.__module__ == name]
+fields = ({field.name: field.default for field in dataclasses.fields(configs[0])}
+          if len(configs) == 1 else {})
+print(json.dumps({name: fields.get(name) if flags.FLAGS[name].default is None
+                  else flags.FLAGS[name].default for name in flags.FLAGS}, default=str))
+"""
 
 
 def section(page: str, heading: str) -> str:

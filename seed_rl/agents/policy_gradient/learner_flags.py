@@ -6,6 +6,7 @@ on-policy RL": 2048-transition steps of 64-transition minibatches); `training_co
 turns them into unrolls and refuses sizes that do not divide.
 """
 
+import functools
 from typing import Any
 
 from absl import flags
@@ -14,12 +15,11 @@ from seed_rl.agents.policy_gradient import config as config_lib
 from seed_rl.agents.policy_gradient import learner_config
 from seed_rl.common.config import learner_flags
 
-define = learner_flags.define_agent_flag
+define = functools.partial(learner_flags.define_agent_flag, agent='on-policy')
 # The original's names of the size derivation.
 derive_sizes = config_lib.derive_sizes
 
-learner_flags.set_agent_defaults(batch_size=2, unroll_length=100, log_episode_frequency=10,
-                                 discounting=.99)
+learner_flags.declare_agent_defaults('on-policy', config_lib.PolicyGradientConfig)
 
 define(flags.DEFINE_enum, 'batch_mode', 'split',
        'How the epochs of a training step see its unrolls: repeat (the same minibatches), '

@@ -4,14 +4,16 @@ Imported by the R2D2 `*_main.py` entry points; `learner.learner_loop` reads the 
 `config` argument (absl `FLAGS` by default).
 """
 
+import functools
+
 from absl import flags
 
+from seed_rl.agents.r2d2 import config as config_lib
 from seed_rl.common.config import learner_flags
 
-define = learner_flags.define_agent_flag
+define = functools.partial(learner_flags.define_agent_flag, agent='R2D2')
 
-learner_flags.set_agent_defaults(batch_size=64, unroll_length=100, unroll_queue_max_size=100,
-                                 discounting=.997)
+learner_flags.declare_agent_defaults('R2D2', config_lib.R2D2Config)
 
 define(flags.DEFINE_float, 'replay_ratio', 1.5,
        'Average number of times each unroll is replayed; a training step inserts '

@@ -4,14 +4,16 @@ Imported by the SAC `*_main.py` entry points; `learner.learner_loop` reads the v
 `config` argument (absl `FLAGS` by default).
 """
 
+import functools
+
 from absl import flags
 
+from seed_rl.agents.sac import config as config_lib
 from seed_rl.common.config import learner_flags
 
-define = learner_flags.define_agent_flag
+define = functools.partial(learner_flags.define_agent_flag, agent='SAC')
 
-learner_flags.set_agent_defaults(batch_size=256, unroll_length=1, unroll_queue_max_size=100,
-                                 discounting=.99)
+learner_flags.declare_agent_defaults('SAC', config_lib.SACConfig)
 
 define(flags.DEFINE_integer, 'replay_buffer_size', int(1e6), 'Replay capacity in unrolls.')
 define(flags.DEFINE_float, 'replay_ratio', 4.,

@@ -5,14 +5,16 @@ its `config` argument (absl `FLAGS` by default), so importing the learner as a l
 flags.
 """
 
+import functools
+
 from absl import flags
 
+from seed_rl.agents.vtrace import config as config_lib
 from seed_rl.common.config import learner_flags
 
-define = learner_flags.define_agent_flag
+define = functools.partial(learner_flags.define_agent_flag, agent='V-trace')
 
-learner_flags.set_agent_defaults(batch_size=32, unroll_length=100, unroll_queue_max_size=1,
-                                 discounting=.99)
+learner_flags.declare_agent_defaults('V-trace', config_lib.VTraceConfig)
 
 define(flags.DEFINE_float, 'entropy_cost', 0.00025, 'Entropy cost (initial value if adapted).')
 define(flags.DEFINE_float, 'target_entropy', None,
