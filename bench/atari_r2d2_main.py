@@ -7,6 +7,7 @@ from absl import flags
 
 from bench import atari_networks
 from bench import ceiling_mode
+from seed_rl.agents.r2d2 import config as agent_config
 from seed_rl.environments.atari import env
 from seed_rl.environments.atari import r2d2_main
 
@@ -27,7 +28,7 @@ def create_agent(env_output_specs, num_actions):
 def main(argv):
   ceiling_mode.run_or_measure(argv, FLAGS.measure_ceiling_secs, env.create_environment,
                               'seed_rl.agents.r2d2.learner', 'R2D2Agent', create_agent,
-                              r2d2_main.create_optimizer, FLAGS)
+                              r2d2_main.create_optimizer, agent_config.R2D2Config.from_flags)
 
 
 if __name__ == '__main__':

@@ -13,6 +13,7 @@ from absl import flags
 
 from bench import atari_networks
 from bench import ceiling_mode
+from seed_rl.agents.vtrace import config as agent_config
 from seed_rl.environments.atari import env
 from seed_rl.environments.atari import vtrace_main
 
@@ -36,7 +37,7 @@ def create_agent(action_space, observation_space, parametric_action_distribution
 def main(argv):
   ceiling_mode.run_or_measure(argv, FLAGS.measure_ceiling_secs, env.create_environment,
                               'seed_rl.agents.vtrace.learner', 'VTraceAgent', create_agent,
-                              vtrace_main.create_optimizer, FLAGS)
+                              vtrace_main.create_optimizer, agent_config.VTraceConfig.from_flags)
 
 
 if __name__ == '__main__':

@@ -135,10 +135,11 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
   `seconds`, as configured by `config`.
 
   Args:
-    agent: a new `LearnerAgent` (e.g. `VTraceAgent(create_agent, FLAGS)`).
+    agent: a new `LearnerAgent` (e.g. `VTraceAgent(create_agent, VTraceConfig.from_flags())`).
     create_env_fn: `(env_id, config) -> env`; created once for its spaces.
     create_optimizer_fn: `final_iteration -> (optimizer, learning_rate_fn)`.
-    config: the learner's flags; `inference_batch_size=-1` is resolved as the learner does.
+    config: the agent's typed config; `inference_batch_size=-1` is resolved as the learner
+      does.
     seconds: time spent in timed calls of each part.
 
   Returns:
@@ -151,10 +152,10 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
     two at once, see `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better
     of the two.
   """
-  runtime.validate_config(config)
+  config = runtime.validate_config(config)
   agent.validate_config()
   settings = devices.init_learner(config.num_training_tpus)
-  specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config)
+  specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config.env_config)
   rows = config.inference_batch_size
   frames_per_inference = rows * config.num_action_repeats
   frames_per_unroll = agent.unroll_length() * config.num_action_repeats
