@@ -23,6 +23,7 @@ import tensorflow as tf
 
 # The file names are the readers' (`seed_rl.common.config.run_identity`, without TensorFlow), so
 # that writer and readers agree.
+from seed_rl.common.config import learner_config
 from seed_rl.common.config.run_identity import FLAGS_FILE, RUNS_FILE
 
 
@@ -46,8 +47,14 @@ def _entry_point_file() -> Optional[str]:
   return os.path.abspath(path) if path else None
 
 
-def flags_file_content(flag_values: flags.FlagValues) -> str:
-  """`--name=value` lines of every flag not defined by absl itself."""
+def flags_file_content(flag_values: flags.FlagValues,
+                       config_values: Optional[Dict[str, Any]] = None) -> str:
+  """`--name=value` lines of every flag not defined by absl itself.
+
+  A flag left unset (None) that `config_values` holds as a number is written with that value:
+  the shared flags whose None means "the agent's default" are recorded as the agent's value.
+  """
+  config_values = config_values or {}
   lines = []
   for module, module_flags in sorted(flag_values.flags_by_module_dict().items()):
     if module.startswith('absl.'):
@@ -55,11 +62,16 @@ def flags_file_content(flag_values: flags.FlagValues) -> str:
     for flag in sorted(module_flags, key=lambda f: f.name):
       if flag.value is not None:
         lines.append(flag.serialize())
+      elif isinstance(config_values.get(flag.name), (int, float)):
+        lines.append(f'--{flag.name}={config_values[flag.name]}')
   return '\n'.join(dict.fromkeys(lines)) + '\n'
 
 
 def write(logdir: str, config: Any, create_env_fn: Callable, agent_name: str) -> Dict[str, Any]:
   """Writes the run record into `logdir` (created if needed); returns the `runs.jsonl` entry.
+
+  `config`: absl flags, or a `LearnerConfig` (its `flag_values`, with the values it holds of
+  the flags left unset); the flags file is written for either, when there are flags.
 
   Raises:
     ValueError: the logdir cannot be created or written, naming it.
@@ -70,9 +82,15 @@ def write(logdir: str, config: Any, create_env_fn: Callable, agent_name: str) ->
             'started': datetime.datetime.now().isoformat(timespec='seconds'), 'argv': sys.argv}
   try:
     tf.io.gfile.makedirs(logdir)
-    if isinstance(config, flags.FlagValues):
+    if isinstance(config, learner_config.LearnerConfig) and config.flag_values is not None:
+      content = flags_file_content(config.flag_values, dict(vars(config)))
+    elif isinstance(config, flags.FlagValues):
+      content = flags_file_content(config)
+    else:
+      content = None
+    if content is not None:
       with tf.io.gfile.GFile(os.path.join(logdir, FLAGS_FILE), 'w') as f:
-        f.write(flags_file_content(config))
+        f.write(content)
     with tf.io.gfile.GFile(os.path.join(logdir, RUNS_FILE), 'a') as f:
       f.write(json.dumps(record) + '\n')
   except (OSError, tf.errors.OpError) as e:

@@ -113,7 +113,7 @@ class _Learner(object):
 
   def __init__(self, agent: agent_lib.LearnerAgent, create_env_fn, create_optimizer_fn,
                config: LearnerConfig):
-    run_record.write(config.logdir, config.flag_values, create_env_fn, agent.name)
+    run_record.write(config.logdir, config, create_env_fn, agent.name)
     if config.seed is not None:
       tf.random.set_seed(config.seed)
     self._agent, self._config = agent, config

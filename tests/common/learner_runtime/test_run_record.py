@@ -5,6 +5,7 @@ import json
 from absl import flags
 import pytest
 
+from seed_rl.common.config import learner_config
 from seed_rl.common.learner_runtime import run_record
 
 pytestmark = pytest.mark.timeout(60)
@@ -52,3 +53,20 @@ def test_a_logdir_that_is_a_file_is_named(tmp_path):
   path.write_text('')
   with pytest.raises(ValueError, match=f'Cannot write the logdir {path}'):
     run_record.write(str(path), object(), _create_environment, 'SAC')
+
+
+def test_a_typed_config_records_the_agents_value_of_an_unset_shared_flag(tmp_path):
+  values = _flag_values()
+  flags.DEFINE_integer('batch_size', None, '', flag_values=values)
+  flags.DEFINE_integer('seed', None, '', flag_values=values)
+  values(['learner', '--num_envs=16'])
+  config = learner_config.LearnerConfig(batch_size=64, num_envs=16, flag_values=values)
+  run_record.write(str(tmp_path), config, _create_environment, 'VTRACE')
+  lines = (tmp_path / run_record.FLAGS_FILE).read_text().splitlines()
+  assert '--batch_size=64' in lines and '--num_envs=16' in lines
+  # A flag whose value the config leaves None too stays unwritten.
+  assert not [line for line in lines if line.startswith('--seed')]
+  # A config made in code, without flags, writes no flags file.
+  run_record.write(str(tmp_path / 'code'), learner_config.LearnerConfig(), _create_environment,
+                   'VTRACE')
+  assert not (tmp_path / 'code' / run_record.FLAGS_FILE).exists()
