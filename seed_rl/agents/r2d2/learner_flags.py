@@ -1,7 +1,7 @@
 """Flags of the R2D2 learner (names and defaults of the original SEED RL).
 
-Imported by the R2D2 `*_main.py` entry points; `learner.learner_loop` reads the values from its
-`config` argument (absl `FLAGS` by default).
+Imported by the R2D2 `*_main.py` entry points, which read them into an `R2D2Config`
+(`config.py`, whose field defaults are these flags' defaults).
 """
 
 import functools

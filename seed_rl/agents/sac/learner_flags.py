@@ -1,7 +1,7 @@
 """Flags of the SAC learner (names and defaults of the original SEED RL).
 
-Imported by the SAC `*_main.py` entry points; `learner.learner_loop` reads the values from its
-`config` argument (absl `FLAGS` by default).
+Imported by the SAC `*_main.py` entry points, which read them into an `SACConfig`
+(`config.py`, whose field defaults are these flags' defaults).
 """
 
 import functools

@@ -1,8 +1,8 @@
 """Flags of the V-trace learner (names and defaults of the original SEED RL).
 
-Imported by the V-trace `*_main.py` entry points. `learner.learner_loop` reads these values from
-its `config` argument (absl `FLAGS` by default), so importing the learner as a library defines no
-flags.
+Imported by the V-trace `*_main.py` entry points, which read them into a `VTraceConfig`
+(`config.py`, whose field defaults are these flags'). The learner reads that config, so
+importing the learner as a library defines no flags.
 """
 
 import functools
