@@ -296,7 +296,7 @@ def test_no_tensorflow_import():
       from seed_rl.environments.atari import env as atari_env
       config = types.SimpleNamespace(game='Pong', max_random_noops=30,
                                      sticky_actions=True,
-                                     num_action_repeats=4)
+                                     num_action_repeats=4, seed=None)
       batched = env_wrappers.BatchedEnvironment(
           atari_env.create_environment, 2, 10, config)
       obs = batched.reset()
