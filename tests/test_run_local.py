@@ -171,6 +171,13 @@ def test_run_local_knows_the_status_of_a_monitor_that_saw_training_finish():
   assert f'MONITOR_SAW_FINISHED={progress_monitor.EXIT_TRAINING_FINISHED} ' in script
 
 
+def _sigint_as_in_a_terminal() -> None:
+  """Gives the child SIGINT's default action, as a job started from a terminal has: a shell
+  without job control starts its background jobs with SIGINT ignored, children inherit that,
+  and bash cannot trap a signal that was ignored when it started."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize('presses', [1, 2])
 def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path, presses):
@@ -183,7 +190,7 @@ def test_ctrl_c_checkpoints_and_stops_every_process(tmp_path, presses):
        f'--server_address=unix:{tmp_path}/learner.sock', '--unroll_length=10',
        '--batch_size=4'],
       cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-      start_new_session=True)
+      start_new_session=True, preexec_fn=_sigint_as_in_a_terminal)
   try:
     learner_log = logdir / 'logs' / 'learner.log'
     deadline = time.time() + 150
