@@ -4,8 +4,7 @@
 # (see seed_rl/launch/local_run.py, which takes them):
 #   LOGDIR/run_local.lock   the run that owns LOGDIR: key=value lines (run_id, owner_pid,
 #                           owner_start, host, address, tensorboard_port, pidfile, tmux_session,
-#                           registry, reservation=... for each port it holds, shm_socket=...
-#                           for each shared-memory address of its learner)
+#                           registry, reservation=... for each address and port it holds)
 #   LOGDIR/run_local.pids   "name pid start" of each background process of the run
 #   REGISTRY/RUN_ID         one file per live run this checkout started ("logdir=LOGDIR"), so
 #                           that stop_local.sh stops this checkout's runs and nobody else's
@@ -59,19 +58,14 @@ seed_rl_tmux_session_of() {
 }
 
 # Releases what the run RUN_ID ($2) holds, when the lock $1 is still its own: its port
-# reservations, the rendezvous sockets of its learner's shared-memory addresses (the learner
-# removes them when it stops; a learner killed with SIGKILL leaves them), its registry entry and
-# the lock itself. Called once the run's processes are gone.
+# reservations, its registry entry and the lock itself. Called once the run's processes are gone.
 seed_rl_release_run() {
-  local lock="$1" run_id="$2" registry reservation socket
+  local lock="$1" run_id="$2" registry reservation
   [ -n "$run_id" ] && [ "$(seed_rl_record_get "$lock" run_id)" = "$run_id" ] || return 0
   while IFS= read -r reservation; do
     [ -z "$reservation" ] || [ "$(seed_rl_record_get "$reservation" run_id)" != "$run_id" ] ||
       rm -f "$reservation"
   done < <(sed -n 's/^reservation=//p' "$lock")
-  while IFS= read -r socket; do
-    [ ! -S "$socket" ] || rm -f "$socket"
-  done < <(sed -n 's/^shm_socket=//p' "$lock")
   registry="$(seed_rl_record_get "$lock" registry)"
   [ -z "$registry" ] || rm -f "$registry/$run_id"
   rm -f "$lock"

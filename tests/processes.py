@@ -112,3 +112,13 @@ def episode_returns(learner: Process, kind: Optional[str] = None) -> List[float]
   `kind`: 'training' or 'eval' to keep only those.
   """
   return progress_monitor.parse_episode_returns(learner.log(), kind)
+
+
+def shm_sockets(address: str) -> int:
+  """How many unix sockets of the machine hold the abstract name of `shm:NAME` (this user's): the
+  server's listening socket and its accepted connections; 0 once every process holding one is
+  gone."""
+  from seed_rl.shm import address as shm_address  # pylint: disable=g-import-not-at-top
+  name = '@' + shm_address.socket_address(address)[1:]
+  with open('/proc/net/unix') as table:
+    return sum(1 for fields in map(str.split, table) if len(fields) == 8 and fields[-1] == name)

@@ -10,13 +10,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 
 import pytest
 
 from seed_rl.launch import local_run
 from seed_rl.launch import progress_monitor
+from tests import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -651,20 +651,6 @@ def test_tmux_runs_have_sessions_of_their_own(tmp_path):
 # serves its gRPC address beside it; nothing of it is left after stop_local.sh or a kill -9.
 
 
-@pytest.fixture
-def short_tmp():
-  """A short TMPDIR for a run: its shared-memory sockets (`<TMPDIR>/seed_rl_shm_<uid>`) are
-  then the test's own to count (socket paths are limited to 107 bytes)."""
-  path = tempfile.mkdtemp(prefix='srl', dir='/tmp')
-  yield pathlib.Path(path)
-  shutil.rmtree(path, ignore_errors=True)
-
-
-def _sockets(tmp):
-  directory = tmp / f'seed_rl_shm_{os.getuid()}'
-  return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
-
-
 def _dev_shm():
   return set(os.listdir('/dev/shm'))
 
@@ -684,15 +670,14 @@ def _default_grpc_port_free():
 
 
 @pytest.mark.timeout(360)
-def test_a_default_run_serves_its_actors_shared_memory_and_grpc_beside_it(tmp_path, short_tmp):
+def test_a_default_run_serves_its_actors_shared_memory_and_grpc_beside_it(tmp_path):
   """No --server_address: the learner serves the entry point's default gRPC address (which this
   test cannot choose: it runs only where localhost:8686 is free) and shm:<logdir>_<hash>, and
   run_local.sh's actors use the latter; SEED_RL_LOCAL_TRANSPORT=grpc gives them the former."""
   if not _default_grpc_port_free():
     pytest.skip('localhost:8686, the default learner address, is in use or reserved by a run')
-  env = dict(TMPDIR=str(short_tmp))
   with _runs() as start:
-    run = start(tmp_path, 'default', env=env)
+    run = start(tmp_path, 'default')
     run.wait_for_training()
     name = run.lock()['address'].split(',')[1]
     assert run.lock()['address'] == f'localhost:8686,{name}'
@@ -700,18 +685,19 @@ def test_a_default_run_serves_its_actors_shared_memory_and_grpc_beside_it(tmp_pa
     assert f'learner on localhost:8686,{name}; actors connect to {name}' in run.output()
     actor_log = (run.logdir / 'logs' / 'actor_0.log').read_text()
     assert f'Actor 0 connected to {name}' in actor_log
-    assert _sockets(short_tmp) == [name[len('shm:'):] + '.sock']
+    assert processes.shm_sockets(name) >= 2  # Listening, and one actor's connection at least.
     subprocess.run(['./stop_local.sh', f'--logdir={run.logdir}'], cwd=ROOT, check=True,
                    capture_output=True, timeout=120)
     _wait_gone(run)
-    assert _sockets(short_tmp) == []
+    assert processes.shm_sockets(name) == 0
 
-    grpc_run = start(tmp_path, 'grpc', env=dict(env, SEED_RL_LOCAL_TRANSPORT='grpc'))
+    grpc_run = start(tmp_path, 'grpc', env=dict(SEED_RL_LOCAL_TRANSPORT='grpc'))
     grpc_run.wait_for_training()
     assert 'learner on localhost:8686; actors connect to localhost:8686' in grpc_run.output()
     assert 'Actor 0 connected to localhost:8686' in (
         grpc_run.logdir / 'logs' / 'actor_0.log').read_text()
-    assert _sockets(short_tmp) == []
+    grpc_name = local_run.shm_name(str(grpc_run.logdir))
+    assert processes.shm_sockets(grpc_name) == 0
 
 
 @pytest.mark.timeout(60)
@@ -723,32 +709,32 @@ def test_an_unknown_local_transport_is_refused_in_one_line():
 
 
 @pytest.mark.timeout(360)
-def test_a_shared_memory_run_leaves_nothing_after_stop_local_or_kill_9(tmp_path, short_tmp):
-  """A learner listing a gRPC and a shm: address (its actors pick shm:): after stop_local.sh
-  nothing of it is left in /dev/shm or the socket directory; after kill -9 of the whole run
-  nothing in /dev/shm (its segments are memfds), and the socket file that the killed learner
-  left goes with the run's records at the next stop_local.sh."""
+def test_a_shared_memory_run_leaves_nothing_after_stop_local_or_kill_9(tmp_path):
+  """A learner listing a gRPC and a shm: address (its actors pick shm:): after stop_local.sh,
+  and after kill -9 of the whole run, nothing of it is left in /dev/shm (its segments are
+  memfds) nor among the machine's sockets (its name is abstract), and the next stop_local.sh
+  releases the killed run's records."""
   before = _dev_shm()
-  address = f'--server_address=localhost:{_free_port()},shm:leak'
+  name = f'shm:leak_{os.getpid()}'
+  address = f'--server_address=localhost:{_free_port()},{name}'
   with _runs() as start:
-    run = start(tmp_path, 'stopped', address, env=dict(TMPDIR=str(short_tmp)))
+    run = start(tmp_path, 'stopped', address)
     run.wait_for_training()
-    assert 'Actor 0 connected to shm:leak' in (run.logdir / 'logs' / 'actor_0.log').read_text()
-    assert _sockets(short_tmp) == ['leak.sock']
+    assert f'Actor 0 connected to {name}' in (run.logdir / 'logs' / 'actor_0.log').read_text()
+    assert processes.shm_sockets(name) >= 2
     subprocess.run(['./stop_local.sh', f'--logdir={run.logdir}'], cwd=ROOT, check=True,
                    capture_output=True, timeout=120)
     _wait_gone(run)
-    assert _sockets(short_tmp) == [] and _dev_shm() - before == set()
+    assert processes.shm_sockets(name) == 0 and _dev_shm() - before == set()
 
-    killed = start(tmp_path, 'killed', address, env=dict(TMPDIR=str(short_tmp)))
+    killed = start(tmp_path, 'killed', address)
     killed.wait_for_training()
     os.killpg(killed.pid, signal.SIGKILL)
     killed.process.wait(30)
     _wait_gone(killed)
     assert _dev_shm() - before == set()
-    assert _sockets(short_tmp) == ['leak.sock']  # A dead socket, no memory.
+    assert processes.shm_sockets(name) == 0
     stopped = subprocess.run(['./stop_local.sh'], cwd=ROOT, capture_output=True, text=True,
                              timeout=120)
     assert stopped.returncode == 0, stopped.stderr
-    assert _sockets(short_tmp) == []
     assert not (killed.logdir / 'run_local.lock').exists()

@@ -13,9 +13,7 @@ logdir, so that two logdirs never share one) for the run's own actors:
 
 - the logdir: `LOGDIR/run_local.lock` (key=value lines: run_id, owner_pid and owner_start, the
   process that owns the run, host, address, tensorboard_port, pidfile, tmux_session, registry,
-  reservation=..., shm_socket=... for each shared-memory address: the learner's rendezvous
-  socket, which its learner removes when it stops and the run's release removes after a
-  kill -9). A lock is live while its owner runs (the pid with the same start time, so a
+  reservation=...). A lock is live while its owner runs (the pid with the same start time, so a
   reused pid does not count), any process in its pid file runs, or its tmux session (which
   carries the run id in the option @seed_rl_run_id) exists. A lock that is not live is stale
   and taken over.
@@ -74,8 +72,8 @@ class Refused(Exception):
 
 
 def read_record(path: str) -> Dict[str, str]:
-  """The key=value lines of `path` (the first value of each key; `reservation` and `shm_socket`
-  keep all, joined by newlines); {} when it cannot be read."""
+  """The key=value lines of `path` (the first value of each key; `reservation` keeps all,
+  joined by newlines); {} when it cannot be read."""
   record: Dict[str, str] = {}
   try:
     with open(path, errors='replace') as f:
@@ -86,7 +84,7 @@ def read_record(path: str) -> Dict[str, str]:
     key, sep, value = line.partition('=')
     if not sep:
       continue
-    if key in ('reservation', 'shm_socket') and key in record:
+    if key == 'reservation' and key in record:
       record[key] += '\n' + value
     else:
       record.setdefault(key, value)
@@ -442,10 +440,9 @@ def _check_address(address: str, runtime: Optional[str], derived: bool,
   kind, host, port = parse_address(address)
   if kind == 'shm':
     try:
-      path = shm_address.socket_path(address)
+      taken = shm_address.is_served(address)
     except shm_address.AddressError as e:
       raise Refused(str(e)) from None
-    taken = unix_socket_live(path)
   else:
     taken = (kind == 'tcp' and port and not tcp_port_free(host, port)) or (
         kind == 'unix' and unix_socket_live(host))
@@ -540,9 +537,7 @@ def acquire(logdir: str, address: str, owner_pid: int, checkout: str, registry: 
         ('address', learner_address), ('tensorboard_port', str(board or '')),
         ('pidfile', os.path.join(logdir, PIDS_NAME)), ('tmux_session', session),
         ('checkout', checkout), ('registry', registry),
-    ] + [('reservation', r) for r in reservations] + [
-        ('shm_socket', shm_address.socket_path(a)) for a in addresses
-        if parse_address(a)[0] == 'shm']
+    ] + [('reservation', r) for r in reservations]
     text = ''.join(f'{k}={v}\n' for k, v in fields)
     if not _write_exclusive(lock_path, text):  # Another user's run, a moment ago.
       other = read_record(lock_path)

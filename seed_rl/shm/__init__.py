@@ -5,8 +5,9 @@ An address `shm:NAME` (in `seed_rl.grpc.Server([...])` beside gRPC addresses, an
 serialized CallResponse), so that the server serves both transports through one code path (token,
 limits, batching, per-caller validation, finish and shutdown statuses); only the carriage differs:
 
-- Rendezvous (`address`): the server listens on a unix socket whose path derives from NAME, in a
-  directory of this user's only. A client connects, presents the token, and gets the method
+- Rendezvous (`address`): the server listens on a unix socket in Linux's abstract namespace,
+  named after this user and NAME (no file: the name is freed however the server ends); each side
+  checks that the other runs as the same user. A client connects, presents the token, and gets the method
   signatures and a shared-memory segment (`segment`: a memfd, passed over the socket, so that it
   has no name anywhere: it is freed when the last process that maps it exits, however it exits,
   and nothing can be left behind in /dev/shm).

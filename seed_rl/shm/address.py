@@ -1,18 +1,28 @@
-"""Where a `shm:NAME` server listens: a unix socket in a directory that only this user can use."""
+"""Where a `shm:NAME` server listens: a unix socket in Linux's abstract namespace, named after
+this user and NAME.
+
+An abstract socket has no file: the kernel frees its name when the last process holding it
+closes it or dies, so a learner killed with SIGKILL leaves nothing behind and a live one cannot
+be stood in for. Any user of the machine (of the network namespace: in a container, of the
+container) may connect to an abstract socket, so both sides check the other's user with
+SO_PEERCRED (`peer_user`): a server serves only its own user's clients, and a client talks only
+to a server of its own user.
+"""
 
 import os
 import re
-import stat
-import tempfile
+import socket
+import struct
+from typing import Tuple
 
 PREFIX = 'shm:'
-# A name is a file name of the socket directory; the socket path must fit in sun_path (108 bytes).
+# A name is a plain file name (as the socket file it once was), so that it reads well in logs.
 _NAME = re.compile(r'[A-Za-z0-9_.-]{1,64}')
-_SUFFIX = '.sock'
+_PEER_CREDENTIALS = struct.Struct('3i')
 
 
 class AddressError(ValueError):
-  """A `shm:` address that cannot be used (malformed name, unsafe directory)."""
+  """A `shm:` address that cannot be used (malformed name)."""
 
 
 def is_shm_address(address: str) -> bool:
@@ -30,26 +40,24 @@ def check_name(address: str) -> str:
   return name
 
 
-def socket_directory() -> str:
-  """This user's directory of rendezvous sockets, `<tmp>/seed_rl_shm_<uid>` (made with mode 0700).
-
-  Raises AddressError if it exists but is not a directory owned by this user that others cannot
-  write to: another user could otherwise stand in for the learner.
-  """
-  path = os.path.join(tempfile.gettempdir(), f'seed_rl_shm_{os.getuid()}')
-  try:
-    os.mkdir(path, 0o700)
-  except FileExistsError:
-    pass
-  info = os.lstat(path)
-  if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or
-      info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
-    raise AddressError(f'{path} must be a directory of user {os.getuid()} that others cannot '
-                       'write to (seed_rl keeps its shared-memory sockets there); remove it, or '
-                       'fix its owner and mode (chmod 700).')
-  return path
+def socket_address(address: str) -> str:
+  """The abstract unix socket address of `shm:NAME` for this user (a leading NUL byte)."""
+  return f'\0seed_rl_shm_{os.getuid()}_{check_name(address)}'
 
 
-def socket_path(address: str) -> str:
-  """The path of the rendezvous socket of `shm:NAME` (made sure its directory is safe)."""
-  return os.path.join(socket_directory(), check_name(address) + _SUFFIX)
+def peer_user(sock: socket.socket) -> Tuple[int, int]:
+  """(pid, uid) of the process at the other end of the connected unix socket `sock`."""
+  pid, uid, _ = _PEER_CREDENTIALS.unpack(
+      sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size))
+  return pid, uid
+
+
+def is_served(address: str) -> bool:
+  """Does a server listen at `shm:NAME` (this user's name) now?"""
+  with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+    probe.settimeout(2)
+    try:
+      probe.connect(socket_address(address))
+    except OSError:
+      return False
+  return True

@@ -1,5 +1,6 @@
 """The client side of `shm:NAME`: one connection, one call at a time (standard library only)."""
 
+import os
 import socket
 import time
 from typing import Optional
@@ -52,8 +53,7 @@ class Connection:
   """
 
   def __init__(self, address: str, timeout: Optional[float], token: Optional[bytes] = None):
-    path = address_lib.socket_path(address)
-    self._socket = _connect(path, address, timeout)
+    self._socket = _connect(address, timeout)
     try:
       self._socket.settimeout(_HANDSHAKE_SECS)
       frames.send_hello(self._socket, token)
@@ -108,15 +108,20 @@ class Connection:
     self._segment.close()
 
 
-def _connect(path: str, address: str, timeout: Optional[float]) -> socket.socket:
-  """A socket connected to `path`, tried until `timeout` seconds have passed."""
+def _connect(address: str, timeout: Optional[float]) -> socket.socket:
+  """A socket connected to the server of `address`, tried until `timeout` seconds have passed.
+
+  Raises:
+    Unreachable: no server came up in time, or the one listening there runs as another user.
+  """
+  name = address_lib.socket_address(address)
   deadline = None if timeout is None else time.monotonic() + timeout
   pause = _FIRST_RETRY_SECS
   while True:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-      sock.connect(path)
-      return sock
+      sock.connect(name)
+      break
     except (FileNotFoundError, ConnectionRefusedError) as e:
       sock.close()
       reason = e.strerror
@@ -125,6 +130,12 @@ def _connect(path: str, address: str, timeout: Optional[float]) -> socket.socket
       raise
     if deadline is not None and time.monotonic() + pause > deadline:
       raise Unreachable(f'Server at {address} is not reachable: no answer within {timeout} s '
-                        f'({path}: {reason})')
+                        f'(no server of user {os.getuid()} listens there: {reason})')
     time.sleep(pause)
     pause = min(2 * pause, _MAX_RETRY_SECS)
+  pid, uid = address_lib.peer_user(sock)
+  if uid != os.getuid():
+    sock.close()
+    raise Unreachable(f'Server at {address} is not reachable: the process listening there (pid '
+                      f'{pid}) runs as user {uid}, not as this user ({os.getuid()})')
+  return sock

@@ -6,10 +6,10 @@ writes the response back; the handler is the same code that serves gRPC streams 
 batching, validation), so that both transports behave alike.
 """
 
+import errno
 import logging
 import os
 import socket
-import struct
 import threading
 import time
 from typing import Iterator, Optional, Protocol, Set, Tuple
@@ -21,7 +21,6 @@ from seed_rl.shm import segment as segment_lib
 # A client has this long to present itself after it connects.
 _HANDSHAKE_SECS = 10.0
 _STOP_POLL_SECS = 0.005
-_PEER_CREDENTIALS = struct.Struct('3i')
 
 _log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ class Listener:
     request_bytes: the largest request served (the size of each segment's request area).
     response_bytes: the largest response (the size of its response area).
   Raises:
-    address_lib.AddressError: a malformed NAME, or an unsafe socket directory.
+    address_lib.AddressError: a malformed NAME.
     OSError: another live server serves NAME, or the socket cannot be made.
   """
 
@@ -55,12 +54,10 @@ class Listener:
     self._name = address_lib.check_name(address)
     self._handler = handler
     self._sizes = (request_bytes, response_bytes)
-    self._path = address_lib.socket_path(address)
     self._connections: Set[socket.socket] = set()
     self._lock = threading.Lock()
     self._stopped = False
-    self._socket = _listen(self._path)
-    self._inode = os.stat(self._path).st_ino
+    self._socket = _listen(address)
     self._thread = threading.Thread(target=self._accept, daemon=True,
                                     name=f'seed_rl_shm_accept_{self._name}')
     self._thread.start()
@@ -83,9 +80,12 @@ class Listener:
     """One connection, from the handshake to its end."""
     segment = None
     try:
-      pid, _, _ = _PEER_CREDENTIALS.unpack(
-          conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size))
+      pid, uid = address_lib.peer_user(conn)
       peer = f'shm:{self._name}:pid={pid}'
+      if uid != os.getuid():
+        _log.warning('seed_rl.shm: refused %s, a process of user %d (this server serves user '
+                     '%d only)', peer, uid, os.getuid())
+        return
       conn.settimeout(_HANDSHAKE_SECS)
       try:
         token = frames.recv_hello(conn)
@@ -130,18 +130,13 @@ class Listener:
         segment.close()
 
   def stop(self, grace: float) -> None:
-    """Stops accepting and removes the socket; ends every connection, those that are still
+    """Stops accepting (which frees the name); ends every connection, those that are still
     answering a call after `grace` seconds too (their clients see the stream end)."""
     with self._lock:
       self._stopped = True
       connections = list(self._connections)
     _shutdown(self._socket, socket.SHUT_RDWR)
     self._socket.close()
-    try:
-      if os.stat(self._path).st_ino == self._inode:
-        os.unlink(self._path)
-    except OSError:
-      pass
     for conn in connections:
       _shutdown(conn, socket.SHUT_RD)  # Ends the ones waiting for their next request.
     deadline = time.monotonic() + grace
@@ -171,22 +166,17 @@ def _shutdown(sock: socket.socket, how: int) -> None:
     pass
 
 
-def _listen(path: str) -> socket.socket:
-  """A socket listening at `path`; a socket file left there by a server that died is replaced,
-  one that a live server listens on is not."""
-  if os.path.exists(path):
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-      probe.connect(path)
-    except OSError:
-      os.unlink(path)  # Nobody listens: left behind by a server that died.
-    else:
-      raise OSError(f'another server already serves {path}')
-    finally:
-      probe.close()
+def _listen(address: str) -> socket.socket:
+  """A socket listening at `address`'s abstract name (free again once the socket is closed,
+  however its process ends)."""
   sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   try:
-    sock.bind(path)
+    try:
+      sock.bind(address_lib.socket_address(address))
+    except OSError as e:
+      if e.errno == errno.EADDRINUSE:
+        raise OSError(errno.EADDRINUSE, f'another server already serves {address}') from None
+      raise
     sock.listen(socket.SOMAXCONN)
   except BaseException:
     sock.close()

@@ -7,7 +7,6 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -272,19 +271,8 @@ def test_command_line(tmp_path, owners):
   assert len(second.stderr.strip().splitlines()) == 1
 
 
-@pytest.fixture
-def shm_sockets(monkeypatch):
-  """The shared-memory socket directory of the test's own (under a short temporary directory:
-  socket paths are limited to 107 bytes)."""
-  path = tempfile.mkdtemp(prefix='slr', dir='/tmp')
-  monkeypatch.setattr(tempfile, 'tempdir', path)
-  yield shm_address.socket_directory()
-  subprocess.run(['rm', '-rf', path], check=True, timeout=20)
-
-
 @pytest.mark.timeout(30)
-def test_local_shm_adds_an_address_of_the_logdirs_own_for_the_actors(tmp_path, owners,
-                                                                     shm_sockets):
+def test_local_shm_adds_an_address_of_the_logdirs_own_for_the_actors(tmp_path, owners):
   port = _free_tcp_port()
   taken = _acquire(tmp_path, 'logdir', f'localhost:{port}', owners(), tensorboard_port='none',
                    local_shm=True)
@@ -294,7 +282,6 @@ def test_local_shm_adds_an_address_of_the_logdirs_own_for_the_actors(tmp_path, o
   assert taken['actor_address'] == name
   lock = local_run.read_record(taken['lock'])
   assert lock['address'] == taken['learner_address']
-  assert lock['shm_socket'] == shm_address.socket_path(name)
   assert {os.path.basename(r) for r in lock['reservation'].split('\n')} == {
       f'tcp-{port}', f'shm-{name[len("shm:"):]}'}
   # Another logdir gets another name; the same logdir is refused while its run lives.
@@ -312,11 +299,10 @@ def test_local_shm_adds_an_address_of_the_logdirs_own_for_the_actors(tmp_path, o
 
 
 @pytest.mark.timeout(30)
-def test_a_shared_memory_address_served_outside_any_run_is_refused(tmp_path, owners,
-                                                                   shm_sockets):
+def test_a_shared_memory_address_served_outside_any_run_is_refused(tmp_path, owners):
   name = local_run.shm_name(str(tmp_path / 'logdir'))
   server = socket.socket(socket.AF_UNIX)
-  server.bind(shm_address.socket_path(name))
+  server.bind(shm_address.socket_address(name))
   server.listen()
   try:
     with pytest.raises(local_run.Refused) as refused:
@@ -330,16 +316,14 @@ def test_a_shared_memory_address_served_outside_any_run_is_refused(tmp_path, own
       _acquire(tmp_path, 'other', f'localhost:{_free_tcp_port()},{name}', owners())
   finally:
     server.close()
-  # The socket file of a server that is gone is no obstacle (the learner replaces it).
+  # Once that server is gone, its name is free again.
   taken = _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(),
                    tensorboard_port='none', local_shm=True)
   assert taken['actor_address'] == name
 
 
 @pytest.mark.timeout(30)
-def test_a_learner_list_of_addresses_is_checked_and_reserved_address_by_address(tmp_path,
-                                                                                owners,
-                                                                                shm_sockets):
+def test_a_learner_list_of_addresses_is_checked_and_reserved_address_by_address(tmp_path, owners):
   first = owners()
   port = _free_tcp_port()
   taken = _acquire(tmp_path, 'one', f'localhost:{port},shm:mine', first,
@@ -352,20 +336,3 @@ def test_a_learner_list_of_addresses_is_checked_and_reserved_address_by_address(
     _acquire(tmp_path, 'two', f'shm:yours,localhost:{port}', owners())
   with pytest.raises(local_run.Refused, match='has an empty item'):
     _acquire(tmp_path, 'two', 'shm:yours,', owners())
-
-
-@pytest.mark.timeout(30)
-def test_release_removes_the_socket_a_killed_learner_left(tmp_path, owners, shm_sockets):
-  taken = _acquire(tmp_path, 'logdir', f'localhost:{_free_tcp_port()}', owners(),
-                   tensorboard_port='none', local_shm=True)
-  path = shm_address.socket_path(taken['actor_address'])
-  server = socket.socket(socket.AF_UNIX)
-  server.bind(path)  # As the learner's; closed without removing the file, as by SIGKILL.
-  server.close()
-  unrelated = os.path.join(shm_sockets, 'other.sock')
-  with contextlib.closing(socket.socket(socket.AF_UNIX)) as other:
-    other.bind(unrelated)
-  subprocess.run(['bash', '-c', 'source scripts/runs.sh; seed_rl_release_run "$1" "$2"', '-',
-                  taken['lock'], taken['run_id']], cwd=ROOT, check=True, timeout=20)
-  assert not os.path.exists(path) and not os.path.exists(taken['lock'])
-  assert os.path.exists(unrelated)  # Another run's.

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from seed_rl import grpc
+from seed_rl.shm import address as address_lib
 from tests import processes
 
 pytestmark = pytest.mark.timeout(120)
@@ -152,8 +153,10 @@ def test_a_server_killed_mid_call_leaves_nothing_behind_and_a_new_one_takes_its_
       waiting.result(10)
   assert not _memfd_segments() - earlier  # The client let go of the segment.
   assert _dev_shm() == before
-  # The socket file the dead server left is taken over by a new server of the same name, and
-  # the client reconnects on its next call.
+  # Its name went with it (abstract: no file), a new server of the same name takes it, and the
+  # client reconnects on its next call.
+  assert processes.shm_sockets(address) == 0
+  assert not address_lib.is_served(address)
   restarted = _python(procs, 'restarted', _SERVER, address)
   restarted.wait_for('serving', 60)
   assert client.plus(np.array([3, 4], np.int32)).tolist() == [4, 5]

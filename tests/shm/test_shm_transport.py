@@ -1,9 +1,10 @@
-"""What only the shared-memory transport has: its addresses, its socket directory, one server
+"""What only the shared-memory transport has: its addresses, its users, one server
 serving gRPC and shared memory at once, the token, a second server of a live name, the request
 area's limit. Real TensorFlow server, real sockets and segments."""
 
 import concurrent.futures
 import os
+import socket
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ import tensorflow as tf
 
 from seed_rl import grpc
 from seed_rl.shm import address as address_lib
+from seed_rl.shm import frames
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -48,14 +50,81 @@ def test_a_name_that_is_not_a_plain_file_name_is_refused(servers, name):
     _started(servers, [f'shm:{name}'])
 
 
-def test_a_socket_directory_others_can_write_to_is_refused(tmp_path, monkeypatch):
-  monkeypatch.setattr(address_lib.tempfile, 'gettempdir', lambda: str(tmp_path))
-  path = tmp_path / f'seed_rl_shm_{os.getuid()}'
-  assert address_lib.socket_path('shm:x') == str(path / 'x.sock')
-  assert path.stat().st_mode & 0o777 == 0o700
-  path.chmod(0o777)
-  with pytest.raises(address_lib.AddressError, match='others cannot write to'):
-    address_lib.socket_path('shm:x')
+def test_the_name_is_abstract_and_the_users_own():
+  assert address_lib.socket_address('shm:x') == f'\0seed_rl_shm_{os.getuid()}_x'
+
+
+def _as_user_nobody(action) -> bytes:
+  """What `action()` returns (bytes) when run in a child process of user nobody (forked: the
+  child runs no thread but the forking one, and only socket calls)."""
+  read_end, write_end = os.pipe()
+  pid = os.fork()
+  if pid == 0:  # The child.
+    code = 0
+    try:
+      os.close(read_end)
+      os.setgid(_NOBODY)
+      os.setuid(_NOBODY)
+      os.write(write_end, action())
+    except BaseException:  # pylint: disable=broad-except
+      code = 1
+    os._exit(code)  # pylint: disable=protected-access
+  os.close(write_end)
+  try:
+    with os.fdopen(read_end, 'rb') as result:
+      output = result.read()
+  finally:
+    _, status = os.waitpid(pid, 0)
+  assert os.waitstatus_to_exitcode(status) == 0
+  return output
+
+
+_NOBODY = 65534
+_needs_root = pytest.mark.skipif(os.getuid() != 0,
+                                 reason='running a process as another user needs root')
+
+
+def _hello_and_first_bytes(name: str) -> bytes:
+  """Connects to the abstract socket `name`, presents itself without a token and returns the
+  first byte the server answers, or b'closed' when it closes the connection."""
+  with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock.settimeout(20)
+    sock.connect(name)
+    try:
+      frames.send_hello(sock, None)
+      return sock.recv(1) or b'closed'
+    except ConnectionError:  # Closed before the hello was sent or read.
+      return b'closed'
+
+
+@_needs_root
+def test_a_client_of_another_user_is_not_served(servers, address):
+  _started(servers, [address])
+  name = address_lib.socket_address(address)
+  assert _hello_and_first_bytes(name) != b'closed'  # This user is welcome ...
+  assert _as_user_nobody(lambda: _hello_and_first_bytes(name)) == b'closed'  # ... nobody not.
+
+
+@_needs_root
+def test_a_server_of_another_user_is_not_talked_to(address):
+  name = address_lib.socket_address(address)
+
+  def listen_as_nobody() -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+      sock.bind(name)  # This user's name, taken by another user's process.
+      sock.listen()
+      conn, _ = sock.accept()
+      conn.close()
+    return b'accepted'
+
+  with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    squatter = pool.submit(_as_user_nobody, listen_as_nobody)
+    with pytest.raises(tf.errors.UnavailableError,
+                       match=rf'Server at {address} is not reachable: the process listening '
+                             rf'there \(pid \d+\) runs as user {_NOBODY}, not as this user '
+                             rf'\({os.getuid()}\)'):
+      grpc.Client(address, timeout=20)
+    assert squatter.result(30) == b'accepted'
 
 
 def test_one_server_batches_callers_of_both_transports(servers, clients, address, sock_dir):
