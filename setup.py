@@ -89,9 +89,9 @@ setuptools.setup(
     license='Apache-2.0',
     python_requires='>=3.10',
     packages=setuptools.find_packages(include=['seed_rl', 'seed_rl.*']),
-    # ppo.gin: the PPO entry points' default configuration.
+    # gin/ppo.gin: the PPO entry points' default configurations.
     package_data={'seed_rl.grpc': ['*.proto'], 'seed_rl.environments.mujoco': ['gin/*.gin'],
-                  'seed_rl.environments.atari': ['one_machine/*.flags']},
+                  'seed_rl.environments.atari': ['one_machine/*.flags', 'gin/*.gin']},
     install_requires=CORE_REQUIRES,
     extras_require=EXTRAS,
 )

@@ -42,7 +42,7 @@ def _run_local(*args, timeout=60, env=None):
     (['gym', 'vtrace'], 'Usage:'),
     (['pong', 'vtrace', '2'], "unknown ENV 'pong'"),
     (['gym', 'dqn', '2'], "unknown AGENT 'dqn'"),
-    (['atari', 'ppo', '2'], 'atari ppo is not available yet'),
+    (['atari', 'sac', '2'], 'atari sac is not available yet'),
     (['gym', 'sac', '2'], 'gym sac is not available yet'),
     (['gym', 'vtrace', '02'], "NUM_ACTORS must be a positive integer (at least one actor), "
                               "got '02'"),

@@ -1,9 +1,9 @@
 """Feed-forward Nature-DQN networks (Mnih et al. 2015) on Atari: the torso (three convolutions, a
 512-unit dense layer, ReLU) on the last frames stacked inside the network, with each agent's heads.
 
-The Atari entry points' `--network=nature` (`vtrace_main`, `r2d2_main`): much less compute than
-the original's default networks (`ImpalaDeep`, `DuelingLSTMDQNNet`), so that Pong learns on a
-machine without a GPU. Imported by the learner only (TensorFlow).
+The Atari entry points' `--network=nature` (`vtrace_main`, `r2d2_main`) and `ppo_main`'s network:
+much less compute than the original's default networks (`ImpalaDeep`, `DuelingLSTMDQNNet`), so
+that Pong learns on a machine without a GPU. Imported by the learner only (TensorFlow).
 """
 
 from typing import Sequence
@@ -13,9 +13,7 @@ import tensorflow as tf
 from seed_rl.agents.vtrace import networks as vtrace_networks
 from seed_rl.common import networks
 from seed_rl.environments.atari import networks as atari_networks
-
-
-INITIALIZATIONS = ('orthogonal', 'glorot')
+from seed_rl.environments.atari.network_flags import INITIALIZATIONS
 
 
 def initialize(initialization: str, torso_layers: Sequence[tf.keras.layers.Layer],
