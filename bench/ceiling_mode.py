@@ -1,51 +1,73 @@
-"""What a bench entry point's `main` does: run the usual learner or actor, or, with
-`--measure_ceiling_secs`, no pipeline but the compute-only ceiling's measurement.
+r"""The compute-only ceiling of a package entry point's agent: no pipeline, only its network.
+
+  python -m bench.ceiling_mode seed_rl.environments.atari.vtrace_main --network=nature \
+      --measure_ceiling_secs=5 --num_envs=2 [the entry point's flags]
+
+Imports the entry point module named first (which defines its flags), parses the flags after it,
+then times the network of the module's `create_agent` with its `create_optimizer` and typed
+config (`create_config`) for `--measure_ceiling_secs` per part (inference, training, both at
+once: `bench.ceiling_measurement`) and prints the `bench.ceiling.format_line` line. The module
+runs its learner module's agent (`LEARNER_MODULE`; V-trace and R2D2 are measured) on the Atari
+environment's specs, created as its learner creates them.
 
 Its own module so that `bench.ceiling` (arithmetic, imported by actors too) stays free of
-TensorFlow and `bench.ceiling_measurement` (the timing) stays free of entry points; TensorFlow is
-imported only in measuring mode.
+TensorFlow and `bench.ceiling_measurement` (the timing) stays free of entry points.
 """
 
 import importlib
-from collections.abc import Callable, Sequence
-from typing import Any
+import sys
+import types
+from collections.abc import Sequence
 
 from absl import app
+from absl import flags
 
 from bench import ceiling
-from seed_rl.common import entry_point
+
+# The `LearnerAgent` class of each learner module the ceiling can measure.
+AGENT_CLASSES = {'seed_rl.agents.vtrace.learner': 'VTraceAgent',
+                 'seed_rl.agents.r2d2.learner': 'R2D2Agent'}
+USAGE = ('usage: python -m bench.ceiling_mode ENTRY_POINT_MODULE --measure_ceiling_secs=SECONDS '
+         '[its flags]')
 
 
-def run_or_measure(argv: Sequence[str], measure_secs: float,
-                   create_env_fn: Callable[[int, Any], Any], learner_module: str,
-                   agent_class: str, create_agent_fn: Callable[..., Any],
-                   create_optimizer_fn: Callable[[int], Any],
-                   create_config_fn: Callable[[], Any]) -> None:
-  """Without `measure_secs` (0) the usual learner or actor (`entry_point.run`); with it, no
-  pipeline: time the agent's network for `measure_secs` per part (inference, training, both at
-  once) and print the `ceiling.format_line` line.
-
-  Args:
-    argv: the arguments left by absl (only the program name is allowed).
-    measure_secs: seconds of each timed part; 0: run.
-    create_env_fn, learner_module, create_agent_fn, create_optimizer_fn: as `entry_point.run`.
-    agent_class: the name of the `LearnerAgent` class of `learner_module` (e.g. 'VTraceAgent'),
-      created on `create_agent_fn` and the config in measuring mode only.
-    create_config_fn: `() -> config`, the agent's typed config read from the flags (e.g.
-      `VTraceConfig.from_flags`), as `entry_point.run` takes it.
+def measure(entry_point: types.ModuleType, seconds: float) -> dict:
+  """Times `entry_point`'s agent, network, optimizer and config (read from the parsed flags) for
+  `seconds` per part; returns `bench.ceiling_measurement.measure`'s result.
 
   Raises:
-    app.UsageError: in measuring mode, arguments beyond the program name.
+    app.UsageError: the module's learner is not one the ceiling measures.
   """
-  if measure_secs <= 0:
-    entry_point.run(argv, create_env_fn, learner_module, create_agent_fn, create_optimizer_fn,
-                    create_config_fn=create_config_fn)
-    return
-  if len(argv) > 1:
-    raise app.UsageError(f'Too many command-line arguments: {list(argv[1:])}')
+  learner_module = entry_point.LEARNER_MODULE
+  if learner_module not in AGENT_CLASSES:
+    raise app.UsageError(f'{entry_point.__name__} runs {learner_module}; the ceiling measures '
+                         f'{", ".join(sorted(AGENT_CLASSES))}.')
   from bench import ceiling_measurement  # pylint: disable=g-import-not-at-top
-  config = create_config_fn()
-  agent = getattr(importlib.import_module(learner_module), agent_class)(create_agent_fn, config)
-  result = ceiling_measurement.measure(agent, create_env_fn, create_optimizer_fn, config,
-                                       measure_secs)
-  print(ceiling.format_line(result), flush=True)
+  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+  config = entry_point.create_config()
+  agent_class = getattr(importlib.import_module(learner_module), AGENT_CLASSES[learner_module])
+  agent = agent_class(entry_point.create_agent, config)
+  return ceiling_measurement.measure(agent, env.create_environment,
+                                     entry_point.create_optimizer, config, seconds)
+
+
+def main(argv: Sequence[str]) -> None:
+  """`argv`: the program, the entry point module, then its flags and `--measure_ceiling_secs`."""
+  if len(argv) < 2 or argv[1].startswith('-'):
+    sys.exit(USAGE)
+  entry_point = importlib.import_module(argv[1])
+  seconds = flags.DEFINE_float('measure_ceiling_secs', 5.,
+                               'Seconds of each timed part: inference, training, both at once.')
+
+  def run(rest: Sequence[str]) -> None:
+    if len(rest) > 1:
+      raise app.UsageError(f'Too many command-line arguments: {list(rest[1:])}')
+    if seconds.value <= 0:
+      raise app.UsageError('--measure_ceiling_secs must be positive.')
+    print(ceiling.format_line(measure(entry_point, seconds.value)), flush=True)
+
+  app.run(run, argv=[argv[0]] + list(argv[2:]))
+
+
+if __name__ == '__main__':
+  main(sys.argv)

@@ -14,10 +14,10 @@ the learner logs and each actor's peak RSS.
 `--network` its network: `impala`, the agent's default (ImpalaDeep, or R2D2's DuelingLSTMDQNNet);
 `nature`, the Nature-DQN torso without LSTM (V-trace's on single frames, R2D2's on 4 stacked
 ones); `minimal`, a tiny MLP so the pipeline itself is measured (`--minimal_network` is the
-same), which runs through the bench's entry points (`bench/atari_vtrace_main.py`,
-`bench/atari_r2d2_main.py`), as the ceiling of every network does.
+same).
 
-The compute-only ceiling (`bench.ceiling`) comes from the same entry point and flags, timing the
+The compute-only ceiling (`bench.ceiling`) comes from the same entry point and flags
+(`bench.ceiling_mode` running the entry point's agent without the pipeline), timing the
 network's inference on one batch of the pipeline's inference batch size (`--inference_batch_size`
 of the learner: max(env_batch_size, num_envs // 2) by default) and the agent's training step on
 synthetic unrolls of the pipeline's shapes, with no env and no RPC, first one after the other:
@@ -60,11 +60,11 @@ import types
 from collections.abc import Sequence
 from typing import Optional
 
-from bench import atari_networks
 from bench import ceiling
 from bench import process_group
 from bench import raw_env
 
+NETWORKS = ('minimal', 'nature', 'impala')
 ABSL_TIME = re.compile(r'^I\d{4} (\d\d:\d\d:\d\d\.\d+)')
 # The policy lag in the learner's progress lines.
 POLICY_LAG = r'policy lag ([\d.]+) iterations'
@@ -106,18 +106,11 @@ def _mean(points, start: float) -> float:
   return sum(values) / len(values) if values else float('nan')
 
 
-def entry_point(agent: str, network: str, for_ceiling: bool = False) -> tuple[str, list[str]]:
-  """`(module, flags)` of the Atari entry point running `agent` with `network`: the agent's own
-  `*_main` for the package's networks, else the bench's (which also measures the ceiling)."""
-  if network == 'minimal':
-    network_flags = ['--minimal_network']
-  elif network == 'nature' and agent == 'vtrace':
-    network_flags = ['--network=nature', '--stack_size=1']
-  else:
-    network_flags = [f'--network={network}']
-  if network == 'minimal' or for_ceiling:
-    return f'bench.atari_{agent}_main', network_flags
-  return f'seed_rl.environments.atari.{agent}_main', network_flags
+def entry_point(agent: str, network: str) -> tuple[str, list[str]]:
+  """`(module, flags)` of the Atari entry point running `agent` with `network`."""
+  if network == 'nature' and agent == 'vtrace':
+    return 'seed_rl.environments.atari.vtrace_main', ['--network=nature', '--stack_size=1']
+  return f'seed_rl.environments.atari.{agent}_main', [f'--network={network}']
 
 
 def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
@@ -181,11 +174,12 @@ def run_pipeline(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
 
 def measure_ceiling(args: argparse.Namespace, logdir: pathlib.Path, seconds: float) -> dict:
   """The compute-only ceiling of the pipeline's agent, network and flags (`bench.ceiling`),
-  measured in its own process by the bench's entry point with the learner's TensorFlow
-  threads; `seconds` per timed part."""
-  module, network_flags = entry_point(args.agent, args.network, for_ceiling=True)
-  flags = learner_flags(args, logdir) + network_flags + [f'--measure_ceiling_secs={seconds}']
-  with process_group.ProcessGroup(logdir, module, flags) as group:
+  measured in its own process by `bench.ceiling_mode` on the pipeline's entry point, with the
+  learner's TensorFlow threads; `seconds` per timed part."""
+  module, network_flags = entry_point(args.agent, args.network)
+  flags = [module] + learner_flags(args, logdir) + network_flags + [
+      f'--measure_ceiling_secs={seconds}']
+  with process_group.ProcessGroup(logdir, 'bench.ceiling_mode', flags) as group:
     process = group.start('ceiling', [], process_group.learner_thread_env(args.num_actors))
     process.wait(timeout=_CEILING_TIMEOUT_S)
   output = (logdir / 'ceiling.log').read_text()
@@ -220,7 +214,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   """The command line (`sys.argv[1:]` by default)."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--agent', choices=['vtrace', 'r2d2'], default='vtrace')
-  parser.add_argument('--network', choices=atari_networks.NETWORKS, default='impala')
+  parser.add_argument('--network', choices=NETWORKS, default='impala')
   parser.add_argument('--minimal_network', dest='network', action='store_const', const='minimal',
                       help='the same as --network minimal')
   parser.add_argument('--num_actors', type=int, default=2)

@@ -70,12 +70,10 @@ def test_command_line_and_entry_points():
     end_to_end.parse_args(['--network', 'resnet'])
   assert end_to_end.entry_point('r2d2', 'impala') == (
       'seed_rl.environments.atari.r2d2_main', ['--network=impala'])
-  assert end_to_end.entry_point('r2d2', 'impala', for_ceiling=True) == (
-      'bench.atari_r2d2_main', ['--network=impala'])
   assert end_to_end.entry_point('vtrace', 'nature') == (
       'seed_rl.environments.atari.vtrace_main', ['--network=nature', '--stack_size=1'])
   assert end_to_end.entry_point('vtrace', 'minimal') == (
-      'bench.atari_vtrace_main', ['--minimal_network'])
+      'seed_rl.environments.atari.vtrace_main', ['--network=minimal'])
 
 
 def test_queue_size_and_buffering_reach_the_learner_and_the_lag_is_read_from_its_log(tmp_path):
@@ -99,11 +97,12 @@ def test_queue_size_and_buffering_reach_the_learner_and_the_lag_is_read_from_its
 def test_entry_points_measure_a_consistent_ceiling():
   # 2 envs of 1: inference batches of max(1, 2 // 2) = 1 row; V-trace trains on 2 unrolls of 2
   # steps, R2D2 inserts 2 / replay_ratio 1 = 2 new unrolls per step (of 1 + 2 + 1 steps).
-  flags = ['--minimal_network', '--measure_ceiling_secs=0.2', '--num_envs=2', '--unroll_length=2',
+  flags = ['--network=minimal', '--measure_ceiling_secs=0.2', '--num_envs=2', '--unroll_length=2',
            '--batch_size=2', '--num_action_repeats=4', '--game=Pong']
   r2d2_flags = ['--burn_in=1', '--replay_ratio=1', '--replay_buffer_min_size=2']
   processes = {agent: subprocess.Popen(
-      [sys.executable, '-m', f'bench.atari_{agent}_main'] + flags + extra, cwd=ROOT,
+      [sys.executable, '-m', 'bench.ceiling_mode', f'seed_rl.environments.atari.{agent}_main']
+      + flags + extra, cwd=ROOT,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
       for agent, extra in [('vtrace', []), ('r2d2', r2d2_flags)]}
   outputs = {}
@@ -137,3 +136,21 @@ def test_entry_points_measure_a_consistent_ceiling():
     assert 0 < result['overlapped_cores_busy'] < len(os.sched_getaffinity(0)) + 0.5
     assert result['frames_per_sec'] == max(result['sequential_frames_per_sec'],
                                            result['overlapped_frames_per_sec'])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('args, message', [
+    ([], 'usage: python -m bench.ceiling_mode ENTRY_POINT_MODULE'),
+    (['--measure_ceiling_secs=1'], 'usage: python -m bench.ceiling_mode ENTRY_POINT_MODULE'),
+    (['seed_rl.environments.atari.ppo_main', '--measure_ceiling_secs=1'],
+     'seed_rl.environments.atari.ppo_main runs seed_rl.agents.policy_gradient.learner; the '
+     'ceiling measures seed_rl.agents.r2d2.learner, seed_rl.agents.vtrace.learner'),
+    (['seed_rl.environments.atari.vtrace_main', '--measure_ceiling_secs=0'],
+     '--measure_ceiling_secs must be positive'),
+    (['seed_rl.environments.atari.vtrace_main', 'extra'], 'Too many command-line arguments'),
+])
+def test_the_ceiling_tool_refuses_what_it_cannot_measure(args, message):
+  result = subprocess.run([sys.executable, '-m', 'bench.ceiling_mode'] + args, cwd=ROOT,
+                          capture_output=True, text=True, timeout=100, check=False)
+  assert result.returncode != 0
+  assert message in result.stderr, result.stderr[-3000:]
