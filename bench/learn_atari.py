@@ -4,20 +4,21 @@ r"""Learning benchmark: V-trace, PPO or V-trace's loss in the on-policy agent on
                               [--num_actors 2]
                               [--env_batch_size 8] [--max_minutes 120] [--logdir DIR]
 
-Starts a real learner and `num_actors` actors (unix socket, as `./run_local.sh atari vtrace`
-does) and follows the learner's per-episode log lines. It stops when the mean raw return (the
+Starts a real learner and `num_actors` actors of the package's Atari entry point (unix socket, as
+`./run_local.sh atari vtrace` does: `seed_rl.environments.atari.vtrace_main --network=nature` for
+`vtrace`, `seed_rl.environments.atari.ppo_main` for the on-policy agent) and follows the learner's per-episode log lines. It stops when the mean raw return (the
 game score) of the last `window` episodes exceeds `target`, when the learner has used
 `frame_budget` environment frames, or after `max_minutes`. Prints the setting, the curve of
 windowed mean returns against frames, and the frames and wall time to the target.
 
 The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
 `stack_size` frames, stacked inside the network (the actors send single frames), the memory
-Nature-DQN, A2C and PPO learn Pong with; `--lstm_size` adds an LSTM after the torso (V-trace).
-It is much smaller than the entry point's ImpalaDeep, so a CPU machine runs it faster
+Nature-DQN, A2C and PPO learn Pong with. It is much smaller than the entry point's ImpalaDeep, so a CPU machine runs it faster
 (docs/performance.md, Speed of the quick-start commands, has both).
 
 Its kernels start orthogonal (gain sqrt(2) in the torso, 0.01 for the policy logits, 1 for the
-value) as PPO's Atari agents' do: with Keras's default (`--initialization glorot`) the frames'
+value) as PPO's Atari agents' do (the entry points' `--initialization`): with Keras's default
+(`--initialization glorot`) the frames'
 moving parts barely reached the torso's output and the network died in training (its first
 layer's units all but inactive) without learning Pong.
 
@@ -33,30 +34,27 @@ clipped to 0.5, Adam 2.5e-4 (epsilon 1e-5), values normalized (PopArt):
   `--unroll_length 20 --batches_per_step 1 --epochs_per_step 1 --learning_rate 6e-4
   --adam_epsilon 3.125e-7 --clip_norm 0 --lambda_ 1 --no-popart`) it did not;
 - `ppo`: the configurable on-policy agent with PPO's loss: clipping 0.1, GAE 0.95, advantages
-  normalized per minibatch;
-- `onpolicy_vtrace`: the same agent with V-trace's loss: V-trace targets and advantages
+  normalized per minibatch (`ppo_main`'s gin/ppo.gin, set again here by gin bindings);
+- `onpolicy_vtrace`: the same agent with V-trace's loss through gin bindings
+  (`ONPOLICY_VTRACE_LOSS`): V-trace targets and advantages
   (lambda 0.95, importance weights truncated at 1) and IMPALA's importance-weighted policy
   gradient, advantages not normalized.
 The on-policy agent's actors wait while it trains (its default, so that each step trains on
 the latest policy); with `--overlap_acting` they act meanwhile, as the V-trace learner's do.
-
-The same file is also the entry point of the processes it starts: run with `--run_mode` it is
-`bench/nature_entry_points.py`'s learner or actor.
 """
 
 import argparse
 import pathlib
-import sys
 from typing import Any, Optional, Sequence
 
 from bench import episode_follow
-from bench import nature_entry_points
 from bench import process_group
+from seed_rl.environments.atari import network_flags
 
-MODULE = 'bench.learn_atari'
-# Defines the flags of this file's learner and actors (`seed_rl.evaluate` calls it to recreate
-# the environment of a run).
-define_flags = nature_entry_points.define_flags
+# The package's entry point that runs each agent's learner and actors.
+MODULES = {'vtrace': 'seed_rl.environments.atari.vtrace_main',
+           'ppo': 'seed_rl.environments.atari.ppo_main',
+           'onpolicy_vtrace': 'seed_rl.environments.atari.ppo_main'}
 PPO_EPSILON = 0.1
 
 
@@ -88,7 +86,7 @@ ONPOLICY_VTRACE_LOSS = ('GeneralizedOnPolicyLoss.policy_loss=@vtrace()',
 def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
   """The flags of the learner and the actors."""
   num_envs = args.num_actors * args.env_batch_size
-  common = [f'--agent={args.agent}', f'--logdir={logdir}',
+  common = [f'--logdir={logdir}',
             f'--server_address=unix:{logdir}/learner.sock', f'--game={args.game}',
             f'--num_envs={num_envs}', f'--env_batch_size={args.env_batch_size}',
             f'--unroll_length={args.unroll_length}', f'--batch_size={args.batch_size}',
@@ -101,9 +99,10 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
             f'--total_environment_frames={int(args.frame_budget)}',
             '--save_checkpoint_secs=600', f'--seed={args.seed}']
   if args.agent == 'vtrace':
-    return common + [f'--adam_epsilon={args.adam_epsilon}', f'--entropy_cost={args.entropy_cost}',
-                     f'--reward_scaling={args.reward_scaling}', f'--lstm_size={args.lstm_size}',
-                     f'--lambda_={args.lambda_}', f'--{"" if args.popart else "no"}popart']
+    return common + ['--network=nature', f'--adam_epsilon={args.adam_epsilon}',
+                     f'--entropy_cost={args.entropy_cost}',
+                     f'--reward_scaling={args.reward_scaling}', f'--lambda_={args.lambda_}',
+                     f'--{"" if args.popart else "no"}popart']
   if args.agent == 'ppo':
     loss = [f'ppo.epsilon={args.ppo_epsilon}', 'ppo.normalize_advantages=True']
   else:
@@ -119,12 +118,12 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
                    ] + [f'--gin_bindings={binding}' for binding in gin_bindings]
 
 
-def run(args: argparse.Namespace, logdir: pathlib.Path, module: str = MODULE,
+def run(args: argparse.Namespace, logdir: pathlib.Path, module: Optional[str] = None,
         extra_flags: Sequence[str] = ()) -> dict:
   """Trains until the target, the frame budget or the time limit; returns what happened
-  (`episode_follow.follow`). `module` is the file whose `--run_mode` processes run, with
-  `extra_flags` after the bench's own."""
-  return episode_follow.train_and_follow(logdir, module,
+  (`episode_follow.follow`). `module` is the one whose `--run_mode` processes run (default: the
+  agent's entry point, `MODULES`), with `extra_flags` after the bench's own."""
+  return episode_follow.train_and_follow(logdir, module or MODULES[args.agent],
                                          learner_flags(args, logdir) + list(extra_flags),
                                          args.num_actors, args.window, args.target,
                                          args.max_minutes)
@@ -174,8 +173,7 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   parser.add_argument('--stack_size', type=int, default=4)
   parser.add_argument('--epochs_per_step', type=int,
                       help='Passes over each batch (V-trace corrects for the reuse).')
-  parser.add_argument('--lstm_size', type=int, default=0)
-  parser.add_argument('--initialization', choices=nature_entry_points.INITIALIZATIONS,
+  parser.add_argument('--initialization', choices=network_flags.INITIALIZATIONS,
                       default='orthogonal',
                       help='The network\'s initial kernels: orthogonal (gain sqrt(2) in the '
                            'torso, 0.01 for the policy, 1 for the value) or glorot (Keras\'s '
@@ -204,16 +202,13 @@ def parse_args(argv=None, description: str = __doc__.split('\n')[0],
   if args.agent == 'vtrace' and args.overlap_acting:
     parser.error('--overlap_acting is for --agent=ppo or onpolicy_vtrace (the V-trace learner\'s '
                  'actors always act while it trains)')
-  if args.agent != 'vtrace' and args.lstm_size:
-    parser.error('--lstm_size is for --agent=vtrace (the on-policy agent\'s network keeps frames '
-                 'only)')
   return args
 
 
-def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE,
+def run_and_report(args: argparse.Namespace, setting: str, module: Optional[str] = None,
                    extra_flags: Sequence[str] = ()) -> None:
-  """Runs `module`'s learner and actors with `args` (and `extra_flags`) and prints `setting`
-  (what ran) and the result."""
+  """Runs `module`'s learner and actors (default: the agent's entry point) with `args` (and
+  `extra_flags`) and prints `setting` (what ran) and the result."""
   result = process_group.run_in_logdir(args.logdir,
                                        lambda logdir: run(args, logdir, module, extra_flags))
   print(setting)
@@ -222,8 +217,7 @@ def run_and_report(args: argparse.Namespace, setting: str, module: str = MODULE,
 
 def setting(args: argparse.Namespace) -> str:
   """What runs, in one line."""
-  memory = f'{args.stack_size} stacked frames' + (
-      f' + LSTM {args.lstm_size}' if args.lstm_size else '')
+  memory = f'{args.stack_size} stacked frames'
   actions = 'all 18 actions' if args.full_action_space else 'minimal action set'
   clipping = (f'gradient norm clipped to {args.clip_norm:g}' if args.clip_norm else
               'no gradient clipping')
@@ -254,7 +248,4 @@ def main() -> None:
 
 
 if __name__ == '__main__':
-  if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
-    nature_entry_points.main()
-  else:
-    main()
+  main()

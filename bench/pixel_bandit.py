@@ -8,7 +8,8 @@ the reward is 1 for action 0 when the block was on the left `answer_delay` frame
 current one, or action 1 when it was on the right, else 0 (6 actions, 50 steps per episode).
 With the default delay of 1 only the frame before the current one tells the answer: a uniform
 policy scores about 8, one that ignores the frames 25, one that reads them 49. It runs
-`bench/learn_atari.py`'s learner, network and flags on it: uint8 frames over the RPC layer,
+`bench/learn_atari.py`'s learner, network and flags on it (the package's Atari entry point of the
+agent, `--atari_main`, on this environment): uint8 frames over the RPC layer,
 stacked inside the network (which a delay of 1 or more needs, as Pong needs it to see where the
 ball goes), the Nature-DQN torso. When Pong does not learn, this tells whether that path learns
 from pixels at all. Frames count 4 per step (the Atari entry point's `--num_action_repeats`), so
@@ -24,16 +25,20 @@ to it. docs/tuning.md (The pixel bandit) has what each setting reached and after
 
 import argparse
 import collections
+import functools
+import importlib
 import sys
+import types
 from typing import Any, Sequence
 
 import gymnasium
 import numpy as np
 
 from bench import learn_atari
-from bench import nature_entry_points
 
 MODULE = 'bench.pixel_bandit'
+# The package's entry points its processes can run (`--atari_main`).
+ATARI_MAINS = tuple(sorted(set(learn_atari.MODULES.values())))
 EPISODE_STEPS = 50
 
 
@@ -100,20 +105,47 @@ def main() -> None:
       f'policy, {(EPISODE_STEPS - delay) / 2:.0f} ignoring the frames, {EPISODE_STEPS - delay} '
       f'reading them), {args.stack_size} stacked frames, lr {args.learning_rate:g}, rewards '
       f'scaled by {args.reward_scaling:g}, batch {args.batch_size}', MODULE,
-      [f'--answer_delay={delay}'])
+      [f'--answer_delay={delay}', f'--atari_main={learn_atari.MODULES[args.agent]}'])
 
 
-def define_flags(argv: Sequence[str]) -> nature_entry_points.Learner:
-  """Defines the flags of the bench's learner and actors: the Nature entry point's and
-  `--answer_delay` (`seed_rl.evaluate` calls it too, to recreate the bandit)."""
+def atari_main_of(argv: Sequence[str]) -> str:
+  """The `--atari_main=MODULE` of a process's command line; V-trace's without one.
+
+  Read before absl parses the flags, since the module defines the others.
+  """
+  module = learn_atari.MODULES['vtrace']
+  for arg, following in zip(argv[1:], list(argv[2:]) + ['']):
+    if arg.startswith('--atari_main='):
+      module = arg[len('--atari_main='):]
+    elif arg == '--atari_main':
+      module = following
+  if module not in ATARI_MAINS:
+    raise SystemExit(f'--atari_main must be one of {", ".join(ATARI_MAINS)}, got {module!r}')
+  return module
+
+
+def define_flags(argv: Sequence[str]) -> types.ModuleType:
+  """Defines the flags of the bench's learner and actors, those of the Atari entry point
+  `argv` (a command line) names with `--atari_main` and `--answer_delay`, and returns that entry
+  point (`seed_rl.evaluate` calls it too, to recreate the bandit)."""
   from absl import flags  # pylint: disable=g-import-not-at-top
+  module = importlib.import_module(atari_main_of(argv))
+  flags.DEFINE_enum('atari_main', learn_atari.MODULES['vtrace'], ATARI_MAINS,
+                    'The package\'s Atari entry point whose learner and network run on the bandit.')
   flags.DEFINE_integer('answer_delay', 1, 'The rewarded side is the one shown this many '
                        'frames before the current one.')
-  return nature_entry_points.define_flags(argv)
+  return module
+
+
+def run_mode_main() -> None:
+  """The learner or an actor (`--run_mode`) of `--atari_main` on the bandit."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+  atari_main = define_flags(sys.argv)
+  app.run(functools.partial(atari_main.main, create_env_fn=create_environment))
 
 
 if __name__ == '__main__':
   if any(arg.startswith('--run_mode') for arg in sys.argv[1:]):
-    nature_entry_points.main(create_environment, define_flags)
+    run_mode_main()
   else:
     main()

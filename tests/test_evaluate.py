@@ -383,15 +383,18 @@ DMLAB_ENV_FN = 'seed_rl.environments.dmlab.env:create_environment'
 @pytest.mark.parametrize('agent', ['vtrace', 'ppo'])
 def test_an_entry_point_whose_flags_depend_on_its_agent_recreates_the_learners_environment(
     agent):
-  """`bench/learn_atari.py`'s learner defines the Atari flags in its main, with those of its
-  `--agent`: the environment process calls its `define_flags` with the learner's flags, for
-  either agent's learner."""
+  """`bench/pixel_bandit.py`'s learner defines the flags of the package's Atari entry point its
+  `--atari_main` names in its main: the environment process calls its `define_flags` with the
+  learner's flags, for either agent's entry point. `bench/learn_atari.py`'s learners are those
+  entry points themselves."""
   from seed_rl import evaluation_env  # pylint: disable=g-import-not-at-top
-  run = evaluation_env.RunInfo('bench.learn_atari', ATARI_ENV_FN, learner_flags=[
-      f'--agent={agent}', '--game=Breakout', '--stack_size=4', '--lstm_size=0'])
+  atari_main = f'seed_rl.environments.atari.{agent}_main'
+  run = evaluation_env.RunInfo(atari_main, ATARI_ENV_FN, learner_flags=[
+      '--game=Breakout', '--stack_size=4', '--initialization=glorot'])
   assert evaluate_helpers.environment_name(run) == 'BreakoutNoFrameskip-v4'
   bandit = evaluation_env.RunInfo('bench.pixel_bandit', 'bench.pixel_bandit:create_environment',
-                                  learner_flags=[f'--agent={agent}', '--answer_delay=2'])
+                                  learner_flags=[f'--atari_main={atari_main}', '--answer_delay=2',
+                                                 '--initialization=glorot'])
   assert evaluate_helpers.environment_name(bandit) == 'PixelBandit-v0'
 
 

@@ -1,16 +1,22 @@
 """bench/learn_atari.py's command line. Its learner, actors and printed curve run in
 tests/bench/test_pixel_bandit.py, on the bandit instead of Pong."""
 
+import subprocess
+import sys
+
 import pytest
 
 from bench import learn_atari
-from bench import nature_entry_points
+from tests.processes import ROOT
+
+ATARI_PPO_GIN = ROOT / 'seed_rl' / 'environments' / 'atari' / 'gin' / 'ppo.gin'
 
 
 def test_the_v_trace_learner_trains_on_ppos_batches_by_default(tmp_path):
   args = learn_atari.parse_args([])
   flags = learn_atari.learner_flags(args, tmp_path)
-  assert {'--agent=vtrace', '--game=Pong', '--num_envs=16', '--env_batch_size=8',
+  assert not any(flag.startswith('--agent') for flag in flags)
+  assert {'--network=nature', '--game=Pong', '--num_envs=16', '--env_batch_size=8',
           '--unroll_length=64', '--batch_size=4', '--batches_per_step=4', '--epochs_per_step=3',
           '--learning_rate=0.00025', '--adam_epsilon=1e-05', '--clip_norm=0.5', '--lambda_=0.95',
           '--popart', '--entropy_cost=0.01', '--total_environment_frames=10000000',
@@ -56,11 +62,11 @@ def test_a_caller_replaces_one_agents_defaults():
 
 
 def test_the_bench_prints_its_setting():
-  args = learn_atari.parse_args(['--lstm_size', '256', '--full_action_space', '--reward_scaling',
-                                 '0.1', '--initialization', 'glorot'])
+  args = learn_atari.parse_args(['--full_action_space', '--reward_scaling', '0.1',
+                                 '--initialization', 'glorot'])
   assert learn_atari.setting(args) == (
-      'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames + '
-      'LSTM 256, all 18 actions, 2 actor(s) x 8 env(s), unroll 64, 4 minibatches of 4 unrolls '
+      'atari vtrace on Pong, Nature-DQN torso (glorot initialization) on 4 stacked frames, '
+      'all 18 actions, 2 actor(s) x 8 env(s), unroll 64, 4 minibatches of 4 unrolls '
       'per step, 3 epochs, lambda 0.95, values normalized (PopArt), lr 0.00025 (Adam epsilon '
       '1e-05) decaying to 0 over 1e+07 frames, gradient norm clipped to 0.5, entropy 0.01, '
       'rewards scaled by 0.1')
@@ -69,11 +75,11 @@ def test_the_bench_prints_its_setting():
 def test_ppo_gets_its_own_defaults_and_passes_its_loss_settings_as_gin_bindings(tmp_path):
   args = learn_atari.parse_args(['--agent', 'ppo', '--learning_rate', '1e-4'])
   flags = learn_atari.learner_flags(args, tmp_path)
-  assert {'--agent=ppo', '--unroll_length=64', '--batch_size=4', '--batches_per_step=4',
+  assert {'--unroll_length=64', '--batch_size=4', '--batches_per_step=4',
           '--epochs_per_step=3', '--learning_rate=0.0001', '--batch_mode=shuffle',
           '--gin_bindings=KLPolicyRegularizer.entropy=0.01', '--gin_bindings=ppo.epsilon=0.1',
           '--gin_bindings=tf.keras.optimizers.Adam.epsilon=1e-05'} <= set(flags)
-  assert not any(flag.startswith('--lstm_size') for flag in flags)
+  assert not any(flag.startswith(('--agent', '--network')) for flag in flags)
   assert learn_atari.setting(args).startswith(
       'atari ppo on Pong, Nature-DQN torso (orthogonal initialization) on 4 stacked frames, '
       'minimal action set, 2 actor(s) x 8 env(s), unroll 64, 4 minibatches of 4 unrolls per '
@@ -85,7 +91,7 @@ def test_the_on_policy_agent_with_v_trace_loss_trains_on_ppo_batches_without_its
     tmp_path):
   args = learn_atari.parse_args(['--agent', 'onpolicy_vtrace'])
   flags = learn_atari.learner_flags(args, tmp_path)
-  assert {'--agent=onpolicy_vtrace', '--unroll_length=64', '--batch_size=4',
+  assert {'--unroll_length=64', '--batch_size=4',
           '--batches_per_step=4', '--epochs_per_step=3', '--learning_rate=0.00025',
           '--batch_mode=shuffle', '--clip_norm=0.5',
           '--gin_bindings=GeneralizedOnPolicyLoss.policy_loss=@vtrace()',
@@ -108,7 +114,6 @@ def test_the_on_policy_agents_act_while_they_train_on_request(agent, tmp_path):
 
 
 @pytest.mark.parametrize('argv, message', [
-    (['--agent', 'ppo', '--lstm_size', '256'], '--lstm_size is for --agent=vtrace'),
     (['--agent', 'onpolicy_vtrace', '--ppo_epsilon', '0.2'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'vtrace', '--ppo_epsilon', '0.1'], '--ppo_epsilon is for --agent=ppo'),
     (['--agent', 'ppo', '--lambda_', '0.9'], '--lambda_ is for --agent=vtrace or onpolicy_vtrace'),
@@ -122,18 +127,27 @@ def test_flags_of_the_other_agent_are_refused(argv, message, capsys):
   assert message in capsys.readouterr().err
 
 
-def test_the_processes_read_their_agent_before_absl_parses_the_flags():
-  assert nature_entry_points.agent_of(['prog', '--run_mode=actor']) == 'vtrace'
-  assert nature_entry_points.agent_of(['prog', '--agent=ppo', '--task=0']) == 'ppo'
-  assert nature_entry_points.agent_of(['prog', '--task=0', '--agent', 'ppo']) == 'ppo'
-  assert nature_entry_points.agent_of(['prog', '--agent=onpolicy_vtrace']) == 'onpolicy_vtrace'
-  with pytest.raises(SystemExit, match='--agent must be one of vtrace, ppo, onpolicy_vtrace'):
-    nature_entry_points.agent_of(['prog', '--agent=dqn'])
+def test_each_agent_runs_the_packages_atari_entry_point():
+  assert learn_atari.MODULES == {'vtrace': 'seed_rl.environments.atari.vtrace_main',
+                                 'ppo': 'seed_rl.environments.atari.ppo_main',
+                                 'onpolicy_vtrace': 'seed_rl.environments.atari.ppo_main'}
 
 
-def test_the_processes_name_the_initializations_of_the_network_without_importing_it():
-  from seed_rl.environments.atari import nature_networks  # pylint: disable=g-import-not-at-top
-  assert nature_entry_points.INITIALIZATIONS == nature_networks.INITIALIZATIONS
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('agent', ['vtrace', 'ppo', 'onpolicy_vtrace'])
+def test_the_entry_point_accepts_every_flag_the_bench_passes(agent, tmp_path):
+  """The flags parse in the agent's entry point, in a process of their own (absl's flags are
+  global), with their values; no TensorFlow is imported."""
+  flags = learn_atari.learner_flags(learn_atari.parse_args(['--agent', agent]), tmp_path)
+  code = ('import sys; from absl import flags; '
+          f'import {learn_atari.MODULES[agent]}; '
+          'flags.FLAGS(sys.argv); '
+          'print(flags.FLAGS.unroll_length, flags.FLAGS.initialization, '
+          "'tensorflow' in sys.modules)")
+  result = subprocess.run([sys.executable, '-c', code] + flags, cwd=ROOT, capture_output=True,
+                          text=True, timeout=100, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.split() == ['64', 'orthogonal', 'False']
 
 
 @pytest.mark.timeout(120)
@@ -145,8 +159,9 @@ def test_the_gin_bindings_build_the_agents_loss(agent, loss_name, advantages, tm
   flags = learn_atari.learner_flags(learn_atari.parse_args(['--agent', agent]), tmp_path)
   gin.clear_config()
   try:
-    gin_setup.parse_gin(None, [f.split('=', 1)[1] for f in flags
-                               if f.startswith('--gin_bindings=')])
+    # ppo_main's default configuration, then the bench's bindings.
+    gin_setup.parse_gin(str(ATARI_PPO_GIN), [f.split('=', 1)[1] for f in flags
+                                             if f.startswith('--gin_bindings=')])
     reference = gin.query_parameter('GeneralizedOnPolicyLoss.policy_loss')
     loss = reference.scoped_configurable_fn()
     estimator = gin.query_parameter(

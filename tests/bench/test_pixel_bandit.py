@@ -53,6 +53,16 @@ def test_with_a_delay_the_reward_is_for_the_side_shown_that_many_frames_before()
     pixel_bandit.PixelBandit(seed=0, answer_delay=-1)
 
 
+def test_the_processes_read_their_entry_point_before_absl_parses_the_flags():
+  vtrace, ppo = 'seed_rl.environments.atari.vtrace_main', 'seed_rl.environments.atari.ppo_main'
+  assert pixel_bandit.ATARI_MAINS == (ppo, vtrace)
+  assert pixel_bandit.atari_main_of(['prog', '--run_mode=actor']) == vtrace
+  assert pixel_bandit.atari_main_of(['prog', f'--atari_main={ppo}', '--task=0']) == ppo
+  assert pixel_bandit.atari_main_of(['prog', '--task=0', '--atari_main', ppo]) == ppo
+  with pytest.raises(SystemExit, match='--atari_main must be one of '):
+    pixel_bandit.atari_main_of(['prog', '--atari_main=seed_rl.environments.atari.r2d2_main'])
+
+
 @pytest.mark.timeout(60)
 def test_the_command_line_refuses_a_negative_delay_before_starting_anything(tmp_path):
   result = subprocess.run(
