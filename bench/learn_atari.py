@@ -6,21 +6,22 @@ r"""Learning benchmark: V-trace, PPO or V-trace's loss in the on-policy agent on
 
 Starts a real learner and `num_actors` actors of the package's Atari entry point (unix socket, as
 `./run_local.sh atari vtrace` does: `seed_rl.environments.atari.vtrace_main --network=nature` for
-`vtrace`, `seed_rl.environments.atari.ppo_main` for the on-policy agent) and follows the learner's per-episode log lines. It stops when the mean raw return (the
-game score) of the last `window` episodes exceeds `target`, when the learner has used
+`vtrace`, `seed_rl.environments.atari.ppo_main` for the on-policy agent) and follows the
+learner's per-episode log lines. It stops when the mean raw return (the game score) of the last
+`window` episodes exceeds `target`, when the learner has used
 `frame_budget` environment frames, or after `max_minutes`. Prints the setting, the curve of
 windowed mean returns against frames, and the frames and wall time to the target.
 
 The network is the Nature-DQN torso (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) on the last
 `stack_size` frames, stacked inside the network (the actors send single frames), the memory
-Nature-DQN, A2C and PPO learn Pong with. It is much smaller than the entry point's ImpalaDeep, so a CPU machine runs it faster
-(docs/performance.md, Speed of the quick-start commands, has both).
+Nature-DQN, A2C and PPO learn Pong with. It is much smaller than V-trace's default ImpalaDeep,
+so a CPU machine runs it faster (docs/performance.md, Speed of the quick-start commands, has
+both).
 
 Its kernels start orthogonal (gain sqrt(2) in the torso, 0.01 for the policy logits, 1 for the
 value) as PPO's Atari agents' do (the entry points' `--initialization`): with Keras's default
-(`--initialization glorot`) the frames'
-moving parts barely reached the torso's output and the network died in training (its first
-layer's units all but inactive) without learning Pong.
+(`--initialization glorot`) the frames' moving parts barely reached the torso's output and the
+network died in training (its first layer's units all but inactive) without learning Pong.
 
 The agent acts with the game's minimal action set (6 actions for Pong) unless
 `--full_action_space`. Rewards are clipped to [-1, 1], frames skipped 4 at a time, Adam's rate
@@ -36,9 +37,8 @@ clipped to 0.5, Adam 2.5e-4 (epsilon 1e-5), values normalized (PopArt):
 - `ppo`: the configurable on-policy agent with PPO's loss: clipping 0.1, GAE 0.95, advantages
   normalized per minibatch (`ppo_main`'s gin/ppo.gin, set again here by gin bindings);
 - `onpolicy_vtrace`: the same agent with V-trace's loss through gin bindings
-  (`ONPOLICY_VTRACE_LOSS`): V-trace targets and advantages
-  (lambda 0.95, importance weights truncated at 1) and IMPALA's importance-weighted policy
-  gradient, advantages not normalized.
+  (`ONPOLICY_VTRACE_LOSS`): V-trace targets and advantages (lambda 0.95, importance weights
+  truncated at 1) and IMPALA's importance-weighted policy gradient, advantages not normalized.
 The on-policy agent's actors wait while it trains (its default, so that each step trains on
 the latest policy); with `--overlap_acting` they act meanwhile, as the V-trace learner's do.
 """

@@ -8,8 +8,8 @@ the reward is 1 for action 0 when the block was on the left `answer_delay` frame
 current one, or action 1 when it was on the right, else 0 (6 actions, 50 steps per episode).
 With the default delay of 1 only the frame before the current one tells the answer: a uniform
 policy scores about 8, one that ignores the frames 25, one that reads them 49. It runs
-`bench/learn_atari.py`'s learner, network and flags on it (the package's Atari entry point of the
-agent, `--atari_main`, on this environment): uint8 frames over the RPC layer,
+`bench/learn_atari.py`'s learner, network and flags on it (its processes run the agent's Atari
+entry point, which `--atari_main` names, on this environment): uint8 frames over the RPC layer,
 stacked inside the network (which a delay of 1 or more needs, as Pong needs it to see where the
 ball goes), the Nature-DQN torso. When Pong does not learn, this tells whether that path learns
 from pixels at all. Frames count 4 per step (the Atari entry point's `--num_action_repeats`), so
