@@ -12,9 +12,10 @@ the learner logs and each actor's peak RSS.
 
 `--agent` picks the entry point (`seed_rl.environments.atari.vtrace_main` or `r2d2_main`) and
 `--network` its network: `impala`, the agent's default (ImpalaDeep, or R2D2's DuelingLSTMDQNNet);
-`nature`, the Nature-DQN torso without LSTM (V-trace's on single frames, R2D2's on 4 stacked
-ones); `minimal`, a tiny MLP so the pipeline itself is measured (`--minimal_network` is the
-same).
+`nature`, the Nature-DQN torso without LSTM (V-trace's on single frames unless `--stack_size`
+says more, R2D2's on 4 stacked ones); `minimal`, a tiny MLP so the pipeline itself is measured
+(`--minimal_network` is the same). The measured window starts `--warmup_seconds` after the
+learner's first training step.
 
 The compute-only ceiling (`bench.ceiling`) comes from the same entry point and flags
 (`bench.ceiling_mode` running the entry point's agent without the pipeline), timing the
@@ -106,10 +107,12 @@ def _mean(points, start: float) -> float:
   return sum(values) / len(values) if values else float('nan')
 
 
-def entry_point(agent: str, network: str) -> tuple[str, list[str]]:
-  """`(module, flags)` of the Atari entry point running `agent` with `network`."""
+def entry_point(agent: str, network: str, stack_size: int = 1) -> tuple[str, list[str]]:
+  """`(module, flags)` of the Atari entry point running `agent` with `network`; V-trace's Nature
+  network stacks `stack_size` frames inside the network."""
   if network == 'nature' and agent == 'vtrace':
-    return 'seed_rl.environments.atari.vtrace_main', ['--network=nature', '--stack_size=1']
+    return 'seed_rl.environments.atari.vtrace_main', ['--network=nature',
+                                                      f'--stack_size={stack_size}']
   return f'seed_rl.environments.atari.{agent}_main', [f'--network={network}']
 
 
@@ -136,14 +139,14 @@ def _cpu_seconds(processes: Sequence[subprocess.Popen]) -> list[float]:
 def run_pipeline(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
   """Runs learner and actors; returns their rates over `args.seconds` once training started, and
   the cores they kept busy meanwhile (CPU seconds per second)."""
-  module, network_flags = entry_point(args.agent, args.network)
+  module, network_flags = entry_point(args.agent, args.network, stack_size=args.stack_size)
   flags = learner_flags(args, logdir) + network_flags
   with process_group.ProcessGroup(logdir, module, flags) as group:
     learner = group.start('learner', ['--run_mode=learner'],
                           process_group.learner_thread_env(args.num_actors))
     actors = [group.start(f'actor_{task}', ['--run_mode=actor', f'--task={task}'],
                           {'CUDA_VISIBLE_DEVICES': ''}) for task in range(args.num_actors)]
-    # Warm-up: until the learner trains, then measure for `seconds`.
+    # Warm-up: until the learner trains and `warmup_seconds` more, then measure for `seconds`.
     learner_log = logdir / 'learner.log'
     deadline = time.time() + 300
     while 'Progress:' not in learner_log.read_text():
@@ -151,8 +154,9 @@ def run_pipeline(args: argparse.Namespace, logdir: pathlib.Path) -> dict:
         raise RuntimeError('learner did not start training:\n' + learner_log.read_text()[-3000:])
       time.sleep(1)
     now = datetime.datetime.now()
-    start_of_window = now.hour * 3600 + now.minute * 60 + now.second + 2
-    time.sleep(2)
+    start_of_window = (now.hour * 3600 + now.minute * 60 + now.second + now.microsecond / 1e6
+                       + args.warmup_seconds)
+    time.sleep(args.warmup_seconds)
     cpu_start, wall_start = _cpu_seconds([learner] + actors), time.perf_counter()
     time.sleep(args.seconds)
     cpu_end, wall_end = _cpu_seconds([learner] + actors), time.perf_counter()
@@ -176,7 +180,7 @@ def measure_ceiling(args: argparse.Namespace, logdir: pathlib.Path, seconds: flo
   """The compute-only ceiling of the pipeline's agent, network and flags (`bench.ceiling`),
   measured in its own process by `bench.ceiling_mode` on the pipeline's entry point, with the
   learner's TensorFlow threads; `seconds` per timed part."""
-  module, network_flags = entry_point(args.agent, args.network)
+  module, network_flags = entry_point(args.agent, args.network, args.stack_size)
   flags = [module] + learner_flags(args, logdir) + network_flags + [
       f'--measure_ceiling_secs={seconds}']
   with process_group.ProcessGroup(logdir, 'bench.ceiling_mode', flags) as group:
@@ -220,10 +224,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   parser.add_argument('--num_actors', type=int, default=2)
   parser.add_argument('--env_batch_size', type=int, default=1)
   parser.add_argument('--seconds', type=float, default=30)
+  parser.add_argument('--warmup_seconds', type=float, default=2,
+                      help="from the learner's first training step to the measured window")
   parser.add_argument('--game', default='Pong')
   parser.add_argument('--num_action_repeats', type=int, default=4)
   parser.add_argument('--unroll_length', type=int, default=20)
   parser.add_argument('--batch_size', type=int, default=4)
+  parser.add_argument('--stack_size', type=int, default=1,
+                      help="frames V-trace's Nature network stacks inside it (the entry point's "
+                           'default is 4; 1 here: single frames, the least compute)')
   parser.add_argument('--unroll_queue_max_size', type=int, default=None,
                       help="unrolls that may wait for training (default: the agent's, V-trace 1, "
                            'R2D2 100): more overlaps acting with training, at a policy lag')

@@ -72,6 +72,11 @@ def test_command_line_and_entry_points():
       'seed_rl.environments.atari.r2d2_main', ['--network=impala'])
   assert end_to_end.entry_point('vtrace', 'nature') == (
       'seed_rl.environments.atari.vtrace_main', ['--network=nature', '--stack_size=1'])
+  assert end_to_end.entry_point('vtrace', 'nature', stack_size=4) == (
+      'seed_rl.environments.atari.vtrace_main', ['--network=nature', '--stack_size=4'])
+  assert (args.stack_size, args.warmup_seconds) == (1, 2.)
+  args = end_to_end.parse_args(['--stack_size', '4', '--warmup_seconds', '10'])
+  assert (args.stack_size, args.warmup_seconds) == (4, 10.)
   assert end_to_end.entry_point('vtrace', 'minimal') == (
       'seed_rl.environments.atari.vtrace_main', ['--network=minimal'])
 
