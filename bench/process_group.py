@@ -66,11 +66,18 @@ def _exit_on_sigterm(signum, unused_frame) -> None:
 class ProcessGroup(object):
   """Starts `python -m MODULE FLAGS EXTRA` processes logging to `logdir/NAME.log`; leaving the
   `with` block kills every one of them, so a benchmark never leaves processes behind. Inside the
-  block SIGTERM (`kill`, `pkill`) leaves it too, as Ctrl-C does."""
+  block SIGTERM (`kill`, `pkill`) leaves it too, as Ctrl-C does.
+
+  `python` is the interpreter (this one by default; another virtualenv's for a program that
+  cannot share the project's). With `own_sessions` each process starts in a session of its own
+  and leaving the block kills the session's whole process group: the processes it started
+  itself too (as a framework's workers), which would otherwise outlive it."""
 
   def __init__(self, logdir: pathlib.Path, module: str, flags: Sequence[str],
-               env: Optional[Dict[str, str]] = None):
+               env: Optional[Dict[str, str]] = None, python: str = sys.executable,
+               own_sessions: bool = False):
     self._logdir, self._module, self._flags = logdir, module, list(flags)
+    self._python, self._own_sessions = python, own_sessions
     self._env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=str(ROOT),
                      PYTHONUNBUFFERED='1', **(env or {}))
     self.processes: List[subprocess.Popen] = []
@@ -86,8 +93,8 @@ class ProcessGroup(object):
     env = {variable: value for variable, value in dict(self._env, **(extra_env or {})).items()
            if value is not None}
     process = subprocess.Popen(
-        [sys.executable, '-m', self._module] + self._flags + list(extra), cwd=ROOT, stdout=log,
-        stderr=subprocess.STDOUT, env=env)
+        [self._python, '-m', self._module] + self._flags + list(extra), cwd=ROOT, stdout=log,
+        stderr=subprocess.STDOUT, env=env, start_new_session=self._own_sessions)
     self.processes.append(process)
     return process
 
@@ -100,7 +107,12 @@ class ProcessGroup(object):
     if self._previous_sigterm_handler is not None:
       signal.signal(signal.SIGTERM, self._previous_sigterm_handler)
     for process in self.processes:
-      if process.poll() is None:
+      if self._own_sessions:
+        try:  # The group outlives its first process while any process it started lives.
+          os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+          pass
+      elif process.poll() is None:
         process.send_signal(signal.SIGKILL)
       process.wait()
     for log in self._logs:

@@ -69,6 +69,44 @@ def test_extra_env_adds_and_removes_variables(tmp_path, monkeypatch):
   assert (tmp_path / 'child.log').read_text().split()[:3] == ['kept', 'None', 'added']
 
 
+# Starts a grandchild that sleeps, prints its pid, then sleeps.
+_PARENT = ('import subprocess, sys, time\n'
+           'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])\n'
+           'print(child.pid, flush=True)\ntime.sleep(120)')
+
+
+@pytest.mark.timeout(60)
+def test_own_sessions_kill_what_a_process_started_and_python_picks_the_interpreter(tmp_path):
+  # Another name for this interpreter, as another virtualenv's python would be.
+  python = tmp_path / 'other_python'
+  python.symlink_to(sys.executable)
+  with process_group.ProcessGroup(tmp_path, 'timeit', ['-n', '1', '-r', '1', '-s', 'import sys',
+                                                       'print(sys.executable)'],
+                                  python=str(python)) as group:
+    group.start('printer', []).wait(timeout=30)
+  assert (tmp_path / 'printer.log').read_text().split()[0] == str(python)
+
+  grandchild = None
+  try:
+    with process_group.ProcessGroup(tmp_path, 'timeit', ['-n', '1', '-r', '1', '-s', _PARENT,
+                                                         'pass'], own_sessions=True) as group:
+      parent = group.start('parent', [])
+      log = tmp_path / 'parent.log'
+      deadline = time.time() + 30
+      while not log.read_text().strip() and time.time() < deadline:
+        time.sleep(0.1)
+      grandchild = int(log.read_text().split()[0])
+      assert os.getsid(parent.pid) == parent.pid != os.getsid(0)
+      assert os.getsid(grandchild) == parent.pid
+    deadline = time.time() + 10
+    while _alive(grandchild) and time.time() < deadline:
+      time.sleep(0.1)
+    assert not _alive(grandchild)
+  finally:
+    if grandchild is not None and _alive(grandchild):
+      os.kill(grandchild, signal.SIGKILL)
+
+
 def test_learner_threads_follow_run_local(monkeypatch):
   for name in process_group.THREAD_VARIABLES:
     monkeypatch.delenv(name, raising=False)
