@@ -13,6 +13,8 @@ from typing import Any, ClassVar, Optional, Tuple, Type, TypeVar
 
 from absl import flags
 
+from seed_rl.common.config import flag_config
+
 _Config = TypeVar('_Config', bound='LearnerConfig')
 
 #: Fields every learner needs positive.
@@ -21,7 +23,7 @@ POSITIVE_FIELDS = ('batch_size', 'unroll_length', 'unroll_queue_max_size',
 
 
 @dataclasses.dataclass(frozen=True)
-class LearnerConfig:
+class LearnerConfig(flag_config.FlagConfig):
   """What every learner reads: the flags of `common_flags` and `learner_flags` (same names).
 
   Attributes:
@@ -67,6 +69,7 @@ class LearnerConfig:
   positive_fields: ClassVar[Tuple[str, ...]] = POSITIVE_FIELDS
   #: What `from_flags` names when a flag is missing: the module whose import defines the flags.
   flags_module: ClassVar[str] = 'seed_rl.common.config.learner_flags'
+  unflagged_fields: ClassVar[Tuple[str, ...]] = ('flag_values',)
 
   logdir: str = '/tmp/agent'
   server_address: str = 'localhost:8686'
@@ -114,33 +117,4 @@ class LearnerConfig:
     Raises:
       ValueError: a field's flag is not defined, naming it and the module that defines it.
     """
-    values = {}
-    for field in dataclasses.fields(cls):
-      if field.name == 'flag_values' or field.name in overrides:
-        continue
-      if field.name not in flag_values:
-        raise ValueError(
-            f'{cls.__name__} reads --{field.name}, which is not defined: import '
-            f'{cls.flags_module} (it defines the flags) before reading the config.')
-      value = flag_values[field.name].value
-      values[field.name] = field.default if value is None else value
-    values.update(overrides)
-    return cls(flag_values=flag_values, **values)
-
-  @classmethod
-  def of(cls: Type[_Config], config: Any) -> _Config:
-    """`config` as this class: itself when it is one, `from_flags(config)` for absl flags
-    (None: absl's `FLAGS`), as `learner_loop(..., config=...)` has always accepted.
-
-    Raises:
-      TypeError: `config` is neither, naming its type and what to pass instead.
-    """
-    if config is None:
-      config = flags.FLAGS
-    if isinstance(config, cls):
-      return config
-    if isinstance(config, flags.FlagValues):
-      return cls.from_flags(config)
-    raise TypeError(f'A {cls.__name__} or absl FlagValues is needed, got a '
-                    f'{type(config).__name__}: build one with {cls.__name__}(...) or '
-                    f'{cls.__name__}.from_flags().')
+    return cls(flag_values=flag_values, **cls.flag_field_values(flag_values, overrides))
