@@ -134,8 +134,8 @@ def _connect(config) -> 'grpc.Client':
   waited = 0.
   while True:
     try:
-      return grpc.Client(address, timeout=CONNECT_LOG_PERIOD,
-                         **security.client_kwargs_from_config(config))
+      return grpc.Client(address, timeout=CONNECT_LOG_PERIOD, **security.SecurityFiles(
+          token_file=config.grpc_token_file, tls_ca_file=config.grpc_tls_ca_file).client_kwargs())
     except unavailable:
       waited += CONNECT_LOG_PERIOD
       logging.warning('No learner at %s for %.0f s; is it running?', address, waited)

@@ -24,11 +24,12 @@ line to its log. The core reads `GRPC_VERBOSITY` once, when grpcio is first impo
 no way to change it later; importing this module before grpcio keeps the core's ERROR lines only,
 unless `GRPC_VERBOSITY` is already set (e.g. `GRPC_VERBOSITY=INFO` to see every handshake).
 
-`server_kwargs_from_config` / `client_kwargs_from_config` turn the `grpc_token_file`,
-`grpc_tls_cert_file`, `grpc_tls_key_file` and `grpc_tls_ca_file` flags into constructor keyword
-arguments of `Server` / `Client`.
+`SecurityFiles` holds the files of the `grpc_token_file`, `grpc_tls_cert_file`,
+`grpc_tls_key_file` and `grpc_tls_ca_file` flags; its `server_kwargs` / `client_kwargs` read them
+into constructor keyword arguments of `Server` / `Client`.
 """
 
+import dataclasses
 import hmac
 import ipaddress
 import logging
@@ -253,36 +254,44 @@ def read_token_file(path: str) -> bytes:
   return token
 
 
-def server_kwargs_from_config(config: Any) -> Dict[str, Any]:
-  """`Server` keyword arguments from the grpc_* flags of `config` (e.g. absl `FLAGS`).
+@dataclasses.dataclass(frozen=True)
+class SecurityFiles:
+  """The files of the grpc_* flags (`--grpc_token_file`, `--grpc_tls_cert_file`,
+  `--grpc_tls_key_file`, `--grpc_tls_ca_file`); None: not used.
 
-  Reads `grpc_token_file`, `grpc_tls_cert_file` and `grpc_tls_key_file` (each may be unset/None).
-  Raises ValueError for unreadable files or a certificate without a key (or the reverse).
+  The learner builds it from its config's fields (it serves: token, certificate and key), an
+  actor from its flags (it calls: token and root CA).
   """
-  kwargs: Dict[str, Any] = {}
-  token_file = getattr(config, 'grpc_token_file', None)
-  if token_file:
-    kwargs['token'] = read_token_file(token_file)
-  cert_file = getattr(config, 'grpc_tls_cert_file', None)
-  key_file = getattr(config, 'grpc_tls_key_file', None)
-  if bool(cert_file) != bool(key_file):
-    raise ValueError('--grpc_tls_cert_file and --grpc_tls_key_file must be given together.')
-  if cert_file:
-    kwargs['tls_certificate_chain'] = read_file(cert_file, 'TLS certificate chain')
-    kwargs['tls_private_key'] = read_file(key_file, 'TLS private key')
-  return kwargs
+  token_file: Optional[str] = None
+  tls_cert_file: Optional[str] = None
+  tls_key_file: Optional[str] = None
+  tls_ca_file: Optional[str] = None
 
+  def server_kwargs(self) -> Dict[str, Any]:
+    """`Server` keyword arguments: the token, certificate chain and private key read.
 
-def client_kwargs_from_config(config: Any) -> Dict[str, Any]:
-  """`Client` keyword arguments from the grpc_* flags of `config` (e.g. absl `FLAGS`).
+    Raises:
+      ValueError: an unreadable or empty file, or a certificate without a key (or the reverse).
+    """
+    kwargs: Dict[str, Any] = {}
+    if self.token_file:
+      kwargs['token'] = read_token_file(self.token_file)
+    if bool(self.tls_cert_file) != bool(self.tls_key_file):
+      raise ValueError('--grpc_tls_cert_file and --grpc_tls_key_file must be given together.')
+    if self.tls_cert_file:
+      kwargs['tls_certificate_chain'] = read_file(self.tls_cert_file, 'TLS certificate chain')
+      kwargs['tls_private_key'] = read_file(self.tls_key_file, 'TLS private key')
+    return kwargs
 
-  Reads `grpc_token_file` and `grpc_tls_ca_file` (each may be unset/None).
-  """
-  kwargs: Dict[str, Any] = {}
-  token_file = getattr(config, 'grpc_token_file', None)
-  if token_file:
-    kwargs['token'] = read_token_file(token_file)
-  ca_file = getattr(config, 'grpc_tls_ca_file', None)
-  if ca_file:
-    kwargs['tls_root_certificates'] = read_file(ca_file, 'TLS root CA')
-  return kwargs
+  def client_kwargs(self) -> Dict[str, Any]:
+    """`Client` keyword arguments: the token and root CA read.
+
+    Raises:
+      ValueError: an unreadable or empty file.
+    """
+    kwargs: Dict[str, Any] = {}
+    if self.token_file:
+      kwargs['token'] = read_token_file(self.token_file)
+    if self.tls_ca_file:
+      kwargs['tls_root_certificates'] = read_file(self.tls_ca_file, 'TLS root CA')
+    return kwargs

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.timeout(120)
 
 def _config(tmp_path, **overrides):
   values = dict(server_address=f'unix:{tmp_path}/learner.sock', task=0, env_batch_size=2,
-                render=False, seed=None, double_buffered_acting=False)
+                render=False, seed=None, double_buffered_acting=False, grpc_token_file=None,
+                grpc_tls_ca_file=None)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 

@@ -1,12 +1,12 @@
 """TLS and shared-token access control of seed_rl.grpc, and the flags that configure them."""
 
+import dataclasses
 import logging
 import os
 import queue
 import re
 import subprocess
 import sys
-import types
 
 import grpc as grpcio
 import numpy as np
@@ -167,43 +167,39 @@ def test_invalid_security_arguments():
 
 
 @pytest.mark.timeout(30)
-def test_kwargs_from_config(tmp_path, certs):
+def test_kwargs_of_the_security_files(tmp_path, certs):
   _, _, cert_file, key_file = certs['server']
   token_file = tmp_path / 'token'
   token_file.write_bytes(b'  s3cret\n')
-  config = types.SimpleNamespace(grpc_token_file=str(token_file),
-                                 grpc_tls_cert_file=str(cert_file),
-                                 grpc_tls_key_file=str(key_file),
-                                 grpc_tls_ca_file=str(cert_file))
-  server_kwargs = security.server_kwargs_from_config(config)
+  files = security.SecurityFiles(token_file=str(token_file), tls_cert_file=str(cert_file),
+                                 tls_key_file=str(key_file), tls_ca_file=str(cert_file))
+  server_kwargs = files.server_kwargs()
   assert server_kwargs == {'token': b's3cret', 'tls_certificate_chain': cert_file.read_bytes(),
                            'tls_private_key': key_file.read_bytes()}
-  client_kwargs = security.client_kwargs_from_config(config)
+  client_kwargs = files.client_kwargs()
   assert client_kwargs == {'token': b's3cret', 'tls_root_certificates': cert_file.read_bytes()}
-  empty = types.SimpleNamespace(grpc_token_file=None, grpc_tls_cert_file=None,
-                                grpc_tls_key_file=None, grpc_tls_ca_file=None)
-  assert security.server_kwargs_from_config(empty) == {}
-  assert security.client_kwargs_from_config(empty) == {}
-  assert security.client_kwargs_from_config(object()) == {}
+  assert security.SecurityFiles().server_kwargs() == {}
+  assert security.SecurityFiles().client_kwargs() == {}
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    files.token_file = None  # pytype: disable=attribute-error
 
 
 @pytest.mark.timeout(30)
-def test_kwargs_from_config_errors(tmp_path, certs):
+def test_kwargs_of_the_security_files_errors(tmp_path, certs):
   _, _, cert_file, _ = certs['server']
   missing = str(tmp_path / 'missing.pem')
   with pytest.raises(ValueError, match=r"Cannot read the gRPC token file '.*missing.pem'"):
-    security.client_kwargs_from_config(types.SimpleNamespace(grpc_token_file=missing))
+    security.SecurityFiles(token_file=missing).client_kwargs()
   with pytest.raises(ValueError, match='TLS root CA file'):
-    security.client_kwargs_from_config(types.SimpleNamespace(grpc_tls_ca_file=missing))
+    security.SecurityFiles(tls_ca_file=missing).client_kwargs()
   with pytest.raises(ValueError, match='TLS private key file'):
-    security.server_kwargs_from_config(types.SimpleNamespace(
-        grpc_tls_cert_file=str(cert_file), grpc_tls_key_file=missing))
+    security.SecurityFiles(tls_cert_file=str(cert_file), tls_key_file=missing).server_kwargs()
   with pytest.raises(ValueError, match='must be given together'):
-    security.server_kwargs_from_config(types.SimpleNamespace(grpc_tls_cert_file=str(cert_file)))
+    security.SecurityFiles(tls_cert_file=str(cert_file)).server_kwargs()
   empty = tmp_path / 'empty'
   empty.write_bytes(b'\n')
   with pytest.raises(ValueError, match='is empty'):
-    security.server_kwargs_from_config(types.SimpleNamespace(grpc_token_file=str(empty)))
+    security.SecurityFiles(token_file=str(empty)).server_kwargs()
 
 
 @pytest.mark.timeout(30)

@@ -99,7 +99,10 @@ def _new_server(config) -> 'grpc.Server':
   for remote actors and `shm:NAME` for those on this machine: `address_list`) with the security
   of the grpc_* flags."""
   return grpc.Server(address_list.split(config.server_address),
-                     **security.server_kwargs_from_config(config))
+                     **security.SecurityFiles(
+                         token_file=config.grpc_token_file,
+                         tls_cert_file=config.grpc_tls_cert_file,
+                         tls_key_file=config.grpc_tls_key_file).server_kwargs())
 
 
 def start_server(config: Any, inference_fns: Any,

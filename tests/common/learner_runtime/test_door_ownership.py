@@ -65,7 +65,8 @@ class _Learner(object):
 
 def _config(learner, **overrides):
   values = dict(server_address=learner.address, task=0, env_batch_size=2, render=False,
-                seed=None, double_buffered_acting=False)
+                seed=None, double_buffered_acting=False, grpc_token_file=None,
+                grpc_tls_ca_file=None)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 

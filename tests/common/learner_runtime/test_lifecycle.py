@@ -20,6 +20,10 @@ from seed_rl.common.learner_runtime import queues
 
 pytestmark = pytest.mark.timeout(60)
 
+# The grpc_* flags an actor and a learner read, unset.
+_NO_SECURITY = dict(grpc_token_file=None, grpc_tls_cert_file=None, grpc_tls_key_file=None,
+                    grpc_tls_ca_file=None)
+
 
 def test_stop_requested_on_signals_sets_the_event_and_restores_handlers():
   before = signal.getsignal(signal.SIGTERM)
@@ -143,7 +147,8 @@ def test_a_stop_request_tells_callers_only_that_the_learner_went_away(tmp_path):
 
 def test_a_learner_restored_at_its_budget_stops_the_actors_that_wait_for_it(tmp_path):
   config = types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock', task=0,
-                                 env_batch_size=1, render=False, double_buffered_acting=False)
+                                 env_batch_size=1, render=False, double_buffered_acting=False,
+                                 **_NO_SECURITY)
   acting = threading.Thread(target=actor.actor_loop, daemon=True,
                             args=(lambda env_id, config: gymnasium.make('CartPole-v1'), config))
   acting.start()  # It waits for a learner at the address.
@@ -154,7 +159,7 @@ def test_a_learner_restored_at_its_budget_stops_the_actors_that_wait_for_it(tmp_
 
 
 def test_a_stop_request_cuts_the_answer_of_a_finished_learner_short(tmp_path):
-  config = types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock')
+  config = types.SimpleNamespace(server_address=f'unix:{tmp_path}/learner.sock', **_NO_SECURITY)
   stop_requested = threading.Event()
   stop_requested.set()
   begin = time.monotonic()
