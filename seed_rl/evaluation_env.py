@@ -287,6 +287,7 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
   """
   entry_point, create_env = _load(run)
   config = _parse_flags(run, entry_point, overrides)
+  video_config = video_lib.VideoConfig.from_flags(config)
   if video:
     config.render_mode = 'rgb_array'
     video_lib.prepare_rendering()
@@ -294,7 +295,7 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
     env = create_env(0, config)
   except Exception as e:  # Re-raised unless it is one of those below.
     if video and video_lib.is_opengl_failure(e):
-      name = video_lib.configured_name(config) or run.create_env_fn
+      name = video_config.env_name or run.create_env_fn
       raise EvaluateError(str(video_lib.cannot_render(name, e))) from e
     if isinstance(e, (ImportError, ValueError)):
       raise EvaluateError(f'Cannot create the environment with {run.create_env_fn}: {e}') from e
@@ -305,7 +306,7 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
           'define: pass --entry_point=MODULE, an entry point that defines the '
           'environment\'s flags (e.g. seed_rl.environments.atari.vtrace_main for Atari).') from e
     raise
-  return video_lib.RecordFirstEpisode(env, video, config) if video else env
+  return video_lib.RecordFirstEpisode(env, video, video_config) if video else env
 
 
 def _undefined_flag(error: Exception, config: flags.FlagValues) -> str | None:

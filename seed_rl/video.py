@@ -1,6 +1,7 @@
 """Video frames of an environment being played, and the MP4 writer of `seed_rl.evaluate`.
 
-`frame_source(env, config)` picks how to get an RGB image of `env` after every step:
+`frame_source(env, config)` picks how to get an RGB image of `env` after every step (`config`: a
+`VideoConfig`, the environment's name and action repeats):
 
 - Atari (ALE): the emulator's RGB screen, `env.unwrapped.ale.getScreenRGB()` (210x160; the
   agent's 84x84 grey frames are not what a person wants to watch);
@@ -18,12 +19,14 @@ Frames smaller than `MIN_VIDEO_SIDE` pixels are enlarged by a whole factor (near
 and odd sizes padded to even ones (what H.264's yuv420p needs); other frames keep their size.
 """
 
+import dataclasses
 import math
 import os
 import traceback
 from collections.abc import Callable
 from typing import Any
 
+from absl import flags
 import gymnasium
 import numpy as np
 
@@ -104,21 +107,32 @@ def _wrappers(env: gymnasium.Env) -> list[gymnasium.Env]:
   return chain
 
 
-def configured_name(config: Any) -> str | None:
-  """The environment a config asks for: its `env_name` or `game` (None without either)."""
-  for attribute in ('env_name', 'game'):
-    value = getattr(config, attribute, None) if config is not None else None
-    if value:
-      return str(value)
-  return None
+#: The flags that name an environment, in the order `VideoConfig.from_flags` reads them.
+NAME_FLAGS = ('env_name', 'game')
 
 
-def env_name(env: gymnasium.Env, config: Any = None) -> str:
-  """A name for messages: the Gymnasium id, else the config's `env_name`/`game`, else the class."""
-  spec = getattr(env.unwrapped, 'spec', None) or getattr(env, 'spec', None)
-  if spec is not None and getattr(spec, 'id', None):
-    return spec.id
-  return configured_name(config) or type(env.unwrapped).__name__
+@dataclasses.dataclass(frozen=True)
+class VideoConfig:
+  """What a video reads of the run's configuration.
+
+  Attributes:
+    env_name: the environment's name for messages (its `--env_name` or `--game`); None: the
+      Gymnasium id or the class of the environment.
+    num_action_repeats: frames per agent step (an Atari video plays at 60 / this frames per
+      second, and an env without `render_fps` at the same rate).
+  """
+  env_name: str | None = None
+  num_action_repeats: int = 1
+
+  @classmethod
+  def from_flags(cls, flag_values: flags.FlagValues) -> 'VideoConfig':
+    """The config of the flags of any entry point: `env_name` from the first of `NAME_FLAGS`
+    that it defines and sets, `num_action_repeats` from its flag when defined and set (an
+    entry point defines the flags of its own environment only)."""
+    values = [flag_values[name].value for name in NAME_FLAGS if name in flag_values]
+    repeats = (flag_values['num_action_repeats'].value
+               if 'num_action_repeats' in flag_values else None)
+    return cls(next((str(value) for value in values if value), None), int(repeats or 1))
 
 
 def is_opengl_failure(error: BaseException) -> bool:
@@ -157,14 +171,15 @@ def _check_image(image: Any, name: str, how: str) -> np.ndarray:
   return image.astype(np.uint8, copy=False)
 
 
-def frame_source(env: gymnasium.Env, config: Any = None) -> tuple[FrameFn, float]:
+def frame_source(env: gymnasium.Env, config: VideoConfig = VideoConfig()
+                 ) -> tuple[FrameFn, float]:
   """`(frame_fn, fps)`: `frame_fn(observation)` is the `<uint8>[H, W, 3]` image of `env` now.
 
   `frame_fn` raises `RenderError` (naming the environment and saying why) when the environment
   cannot give an image; take the first frame right after `reset` to find out early.
   """
   name = env_name(env, config)
-  repeats = max(1, int(getattr(config, 'num_action_repeats', 1) or 1))
+  repeats = max(1, config.num_action_repeats)
   ale = getattr(env.unwrapped, 'ale', None)
   if ale is not None:
     frame_fn = lambda observation: ale.getScreenRGB()
@@ -263,7 +278,7 @@ class RecordFirstEpisode(gymnasium.Wrapper):
   an environment that cannot render fails there with a `RenderError`.
   """
 
-  def __init__(self, env: gymnasium.Env, path: str, config: Any = None):
+  def __init__(self, env: gymnasium.Env, path: str, config: VideoConfig = VideoConfig()):
     super().__init__(env)
     self._path = path
     self._config = config

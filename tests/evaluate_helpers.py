@@ -21,7 +21,9 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from seed_rl.environments.gym import env_config as gym_env_config
 from seed_rl.environments.mujoco import env as mujoco_env
+from seed_rl.environments.mujoco import env_config as mujoco_env_config
 
 MUJOCO_EPISODE_STEPS = 60
 
@@ -99,9 +101,11 @@ class _PushLeftOrRight(gymnasium.ActionWrapper):
 def create_two_action_mujoco_env(env_id: int, config: Any) -> gymnasium.Env:
   """`config.env_name` from the MuJoCo factory (e.g. InvertedPendulum-v5: 4 observations, like
   CartPole) with CartPole's two actions and episodes of at most `MUJOCO_EPISODE_STEPS` steps
-  (software rendering is slow); renders like every MuJoCo env (`config.render_mode`)."""
-  mujoco_config = types.SimpleNamespace(env_name=config.env_name,
-                                        render_mode=getattr(config, 'render_mode', None))
+  (software rendering is slow); renders like every MuJoCo env (`config.render_mode`). `config`
+  is a `GymConfig` or the flags of the gym entry points (those the evaluate tests run)."""
+  gym_config = gym_env_config.GymConfig.of(config)
+  mujoco_config = mujoco_env_config.MujocoConfig(env_name=gym_config.env_name,
+                                                 render_mode=gym_config.render_mode)
   env = mujoco_env.create_environment_fn(env_id, mujoco_config)
   return _PushLeftOrRight(gymnasium.wrappers.TimeLimit(env, MUJOCO_EPISODE_STEPS))
 

@@ -321,6 +321,22 @@ def test_packed_smm_unpacks_and_draws_in_colour():
   assert video.video_size(210, 160) == (420, 320)
 
 
+def test_the_video_config_of_any_entry_point_s_flags():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from seed_rl import video  # pylint: disable=g-import-not-at-top
+
+  atari = flags.FlagValues()
+  flags.DEFINE_string('game', 'Pong', 'help', flag_values=atari)
+  flags.DEFINE_integer('num_action_repeats', 4, 'help', flag_values=atari)
+  atari(['program', '--game=Breakout'])
+  assert video.VideoConfig.from_flags(atari) == video.VideoConfig('Breakout', 4)
+  gym = flags.FlagValues()
+  flags.DEFINE_string('env_name', 'CartPole-v1', 'help', flag_values=gym)
+  flags.DEFINE_integer('num_action_repeats', None, 'help', flag_values=gym)
+  assert video.VideoConfig.from_flags(gym) == video.VideoConfig('CartPole-v1', 1)
+  assert video.VideoConfig.from_flags(flags.FlagValues()) == video.VideoConfig(None, 1)
+
+
 _FRAME_SOURCES = r'''
 import sys, types
 import numpy as np
@@ -336,22 +352,28 @@ def show(name, env, config):
   env.close()
 
 from seed_rl.environments.atari import env as atari_env
-config = types.SimpleNamespace(game='Breakout', sticky_actions=False, max_random_noops=30,
-                               num_action_repeats=4)
-show('atari', atari_env.create_environment(0, config), config)
+from seed_rl.environments.atari import env_config as atari_config
+config = atari_config.AtariConfig(game='Breakout', sticky_actions=False, max_random_noops=30,
+                                  num_action_repeats=4)
+show('atari', atari_env.create_environment(0, config), video.VideoConfig('Breakout', 4))
 from tests import evaluate_helpers
-config = types.SimpleNamespace(env_name='InvertedPendulum-v5', render_mode='rgb_array')
-show('mujoco', evaluate_helpers.create_two_action_mujoco_env(0, config), config)
+from seed_rl.environments.gym import env_config as gym_config
+config = gym_config.GymConfig(env_name='InvertedPendulum-v5', render_mode='rgb_array')
+show('mujoco', evaluate_helpers.create_two_action_mujoco_env(0, config),
+     video.VideoConfig('InvertedPendulum-v5'))
 sys.path.insert(0, 'tests/environments/dmlab/fake')
 from seed_rl.environments.dmlab import env as dmlab_env
-config = types.SimpleNamespace(game='explore_goal_locations_small', num_action_repeats=4,
-                               width=96, height=72)
-show('dmlab', dmlab_env.create_environment(0, config), config)
+from seed_rl.environments.dmlab import env_config as dmlab_config
+config = dmlab_config.DmLabConfig(game='explore_goal_locations_small', num_action_repeats=4,
+                                  width=96, height=72)
+show('dmlab', dmlab_env.create_environment(0, config),
+     video.VideoConfig('explore_goal_locations_small', 4))
 try:
   from seed_rl.environments.football import env as football_env
   config = types.SimpleNamespace(game='academy_empty_goal_close', reward_experiment='scoring',
                                  smm_size='default', num_action_repeats=1)
-  show('football', football_env.create_environment(0, config), config)
+  show('football', football_env.create_environment(0, config),
+       video.VideoConfig('academy_empty_goal_close', 1))
 except ImportError as e:
   print('football not installed', e)
 '''

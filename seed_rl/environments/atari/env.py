@@ -30,8 +30,8 @@ default of `--num_action_repeats`, so that `create_environment(task, FLAGS)`
 builds the Atari environment of the entry points once this module alone is
 imported. Only the Atari entry points (and tools that build Atari envs)
 import it: other environments keep the common default of 1. `config` may
-also be any other object with the attributes read below. Actor-side module:
-no TensorFlow.
+also be an `env_config.AtariConfig`, whose defaults the flags take.
+Actor-side module: no TensorFlow.
 """
 
 import difflib
@@ -45,23 +45,24 @@ from gymnasium.wrappers import TimeLimit
 
 from seed_rl.common import common_flags  # noqa: F401  (defines --num_action_repeats)
 from seed_rl.environments.atari import atari_preprocessing
+from seed_rl.environments.atari import env_config
 
-flags.DEFINE_string('game', 'Pong', 'Atari game name, e.g. Pong, Breakout, MsPacman.')
-flags.DEFINE_integer('max_random_noops', 30,
+_DEFAULTS = env_config.AtariConfig()
+
+flags.DEFINE_string('game', _DEFAULTS.game, 'Atari game name, e.g. Pong, Breakout, MsPacman.')
+flags.DEFINE_integer('max_random_noops', _DEFAULTS.max_random_noops,
                      'At most this many no-op actions start every episode.')
-flags.DEFINE_bool('sticky_actions', False,
+flags.DEFINE_bool('sticky_actions', _DEFAULTS.sticky_actions,
                   'Repeat the previous action with probability 0.25 (Machado et al. 2018).')
-flags.DEFINE_bool('full_action_space', True,
+flags.DEFINE_bool('full_action_space', _DEFAULTS.full_action_space,
                   'Act with all 18 Atari actions (the original); false: the game\'s minimal '
                   'set (6 for Pong, 4 for Breakout).')
 
-# Frames per agent step. The original defaulted `num_action_repeats` to 1,
-# which combined with its frame-skip-1 bug froze the observation (issue #76);
-# the IMPALA and SEED papers act every 4 frames. Set here, where the other
-# Atari flags are defined, so that importing this module alone (as the
-# original's users do) builds the same environment as the entry points.
-ATARI_DEFAULT_NUM_ACTION_REPEATS = 4
-flags.FLAGS.set_default('num_action_repeats', ATARI_DEFAULT_NUM_ACTION_REPEATS)
+# Frames per agent step (`env_config`), set here, where the other Atari flags are defined, so
+# that importing this module alone (as the original's users do) builds the same environment as
+# the entry points.
+ATARI_DEFAULT_NUM_ACTION_REPEATS = env_config.ATARI_DEFAULT_NUM_ACTION_REPEATS
+flags.FLAGS.set_default('num_action_repeats', _DEFAULTS.num_action_repeats)
 
 # 30 minutes of emulator frames at 60 Hz.
 DEFAULT_MAX_EPISODE_FRAMES = 108_000
@@ -133,10 +134,12 @@ def create_environment(
     env_id: environment id; the seed of the emulator and of the no-op sampler
       at the first `reset()`, unless that reset passes its own `seed` (as
       `BatchedEnvironment` does).
-    config: object with attributes `game` (e.g. 'Pong'), `max_random_noops`,
-      `sticky_actions` (repeat-action probability 0.25 when true, else 0.0)
-      and `num_action_repeats` (frame skip); optionally `full_action_space`
-      (default true: all 18 actions; false: the game's minimal set).
+    config: an `env_config.AtariConfig` (`game`, e.g. 'Pong',
+      `max_random_noops`, `sticky_actions`: repeat-action probability 0.25
+      when true, else 0.0, `full_action_space`: all 18 actions, else the
+      game's minimal set, and `num_action_repeats`: the frame skip), or absl
+      flags holding its fields (the flags this module defines; the entry
+      points pass `FLAGS`), read with `AtariConfig.of`.
     max_episode_frames: episode limit in emulator frames, so it does not
       depend on `num_action_repeats`; hitting it gives `truncated=True`.
 
@@ -144,7 +147,13 @@ def create_environment(
     An env with observations `Box(0, 255, [84, 84, 1], uint8)` and
     `Discrete(18)` actions (the game's minimal set without
     `full_action_space`).
+
+  Raises:
+    ValueError: an unknown game, a non-positive `max_episode_frames`, or a
+      field's flag not defined (what `AtariConfig.of` raises).
+    TypeError: `config` is neither an `AtariConfig` nor absl flags.
   """
+  config = env_config.AtariConfig.of(config)
   game = check_game_name(config.game)
   if int(max_episode_frames) <= 0:
     raise ValueError(
@@ -152,7 +161,7 @@ def create_environment(
   repeat_action_probability = 0.25 if config.sticky_actions else 0.0
   env = gymnasium.make(
       f'{game}{_ID_SUFFIX}',
-      full_action_space=bool(getattr(config, 'full_action_space', True)),
+      full_action_space=bool(config.full_action_space),
       repeat_action_probability=repeat_action_probability,
       frameskip=1,
       max_num_frames_per_episode=0,

@@ -35,12 +35,11 @@ from absl import logging
 import gymnasium
 import numpy as np
 
+from seed_rl.environments.dmlab import env_config
 from seed_rl.environments.dmlab import games
 
-# Frames per agent step. The original left `num_action_repeats` at the common default of 1;
-# IMPALA and the SEED paper use 4 for DMLab (google-research/seed_rl#76). The DMLab entry
-# points use this as their flag default.
-DMLAB_DEFAULT_NUM_ACTION_REPEATS = 4
+# Frames per agent step, the default of the DMLab entry points (`env_config`).
+DMLAB_DEFAULT_NUM_ACTION_REPEATS = env_config.DMLAB_DEFAULT_NUM_ACTION_REPEATS
 
 # Raw DMLab actions: (look left/right pixels, look down/up pixels, strafe left/right,
 # move back/forward, fire, jump, crouch).
@@ -375,9 +374,14 @@ def create_environment(env_id: int, config: Any) -> DmLab:
   Args:
     env_id: environment id; its episode-seed generator is seeded with `env_id + 1` (a seed given
       to `reset`, as `BatchedEnvironment` gives at the first reset, replaces it).
-    config: object with attributes `game`, `num_action_repeats`, `width`, `height`, and
-      optionally `level_cache_dir`, `homepath`, `dataset_path` (the flags of `env_flags`).
+    config: an `env_config.DmLabConfig`, or absl flags holding its fields (those of
+      `env_flags`; the entry points pass `FLAGS`), read with `DmLabConfig.of`.
+
+  Raises:
+    ValueError: a field's flag is not defined (what `DmLabConfig.of` raises).
+    TypeError: `config` is neither a `DmLabConfig` nor absl flags.
   """
+  config = env_config.DmLabConfig.of(config)
   logging.info('Creating environment: %s', config.game)
   return DmLab(
       config.game,
@@ -389,6 +393,6 @@ def create_environment(env_id: int, config: Any) -> DmLab:
           'height': config.height,
           'logLevel': 'WARN',
       },
-      level_cache_dir=getattr(config, 'level_cache_dir', None),
-      homepath=getattr(config, 'homepath', '') or '',
-      dataset_path=getattr(config, 'dataset_path', '') or '')
+      level_cache_dir=config.level_cache_dir,
+      homepath=config.homepath,
+      dataset_path=config.dataset_path)

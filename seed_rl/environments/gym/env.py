@@ -4,7 +4,8 @@ The quick path for experiments and the template for custom environments: observa
 float32 when they are float64 (TensorFlow networks run in float32), and a bounded continuous
 action space is rescaled to [-1, 1] (the range the tanh-normal policy produces). Discrete and
 Box spaces are supported. As the original's MuJoCo environment did, a continuous action space can
-instead be discretized into a `MultiDiscrete` one (`config.discretization` 'lin' or 'log').
+instead be discretized into a `MultiDiscrete` one (`discretization` 'lin' or 'log').
+The factory reads an `env_config.GymConfig`, or the flags of `env_flags` (absl's `FLAGS`).
 """
 
 from typing import Any
@@ -13,6 +14,7 @@ import gymnasium
 import numpy as np
 
 from seed_rl.common import env_wrappers
+from seed_rl.environments.gym import env_config
 
 
 class SinglePrecisionObservation(gymnasium.ObservationWrapper):
@@ -28,7 +30,7 @@ class SinglePrecisionObservation(gymnasium.ObservationWrapper):
     return np.asarray(observation, np.float32)
 
 
-DISCRETIZATIONS = ('none', 'lin', 'log')
+DISCRETIZATIONS = env_config.DISCRETIZATIONS
 
 
 def create_environment(env_id: int, config: Any) -> gymnasium.Env:
@@ -36,26 +38,24 @@ def create_environment(env_id: int, config: Any) -> gymnasium.Env:
 
   Args:
     env_id: the environment's global id (unused here).
-    config: object with attribute `env_name` and optionally `discretization` ('none', 'lin' or
-      'log'; default 'none'), `n_actions_per_dim` (default 11), `action_ratio` (default 30)
-      and `render_mode` (default None).
-      With 'lin' or 'log', the [-1, 1] Box action space becomes
-      `MultiDiscrete([n_actions_per_dim] * d)` through `env_wrappers.DiscretizeEnvWrapper`
-      (evenly spaced values, or a logarithmic grid whose smallest positive value is
-      1 / action_ratio). `render_mode` is Gymnasium's, e.g. 'rgb_array' (what
-      `seed_rl.evaluate --video` asks for).
+    config: an `env_config.GymConfig`, or absl flags holding its fields (those of `env_flags`;
+      the entry points pass `FLAGS`), read with `GymConfig.of`. With `discretization` 'lin' or
+      'log', the [-1, 1] Box action space becomes `MultiDiscrete([n_actions_per_dim] * d)`
+      through `env_wrappers.DiscretizeEnvWrapper` (evenly spaced values, or a logarithmic grid
+      whose smallest positive value is 1 / action_ratio). `render_mode` is Gymnasium's, e.g.
+      'rgb_array' (what `seed_rl.evaluate --video` asks for).
 
   Raises:
-    ValueError: the id is unknown, its spaces are not Box/Discrete, or a discretization is asked
-      for an environment without a Box action space.
+    ValueError: the id is unknown, its spaces are not Box/Discrete, a discretization is asked
+      for an environment without a Box action space, or what `GymConfig.of` raises (a flag not
+      defined, an unknown discretization).
+    TypeError: `config` is neither a `GymConfig` nor absl flags.
   """
-  discretization = getattr(config, 'discretization', 'none') or 'none'
-  if discretization not in DISCRETIZATIONS:
-    raise ValueError(f'Unknown discretization {discretization!r}; use one of '
-                     f'{", ".join(DISCRETIZATIONS)}.')
+  config = env_config.GymConfig.of(config)
+  discretization = config.discretization
   del env_id  # Seeds come from BatchedEnvironment (config.seed + env id).
   try:
-    env = gymnasium.make(config.env_name, render_mode=getattr(config, 'render_mode', None))
+    env = gymnasium.make(config.env_name, render_mode=config.render_mode)
   except gymnasium.error.Error as e:
     raise ValueError(f'Cannot create Gymnasium environment {config.env_name!r}: {e}') from e
   observation_space, action_space = env.observation_space, env.action_space
@@ -78,8 +78,7 @@ def create_environment(env_id: int, config: Any) -> gymnasium.Env:
       env = env_wrappers.UniformBoundActionSpaceWrapper(env)
     if discretization != 'none':
       env = env_wrappers.DiscretizeEnvWrapper(
-          env, getattr(config, 'n_actions_per_dim', 11), discretization,
-          getattr(config, 'action_ratio', 30.))
+          env, config.n_actions_per_dim, discretization, config.action_ratio)
   elif discretization != 'none':
     raise ValueError(f'{config.env_name}: discretization={discretization!r} needs a Box action '
                      f'space, got {action_space}.')

@@ -18,10 +18,9 @@ from seed_rl.agents.policy_gradient import config as agent_config
 from seed_rl.agents.policy_gradient import main_flags
 from seed_rl.common import entry_point
 from seed_rl.environments.gym import env
+from seed_rl.environments.gym import env_flags  # noqa: F401  (defines flags)
 
 FLAGS = flags.FLAGS
-
-flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id.')
 
 for name, value in [('num_envs', 16), ('env_batch_size', 8), ('unroll_length', 32),
                     ('batch_size', 0), ('batch_size_transitions', 128),

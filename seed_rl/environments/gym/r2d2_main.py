@@ -13,10 +13,10 @@ from seed_rl.agents.r2d2 import config as agent_config
 from seed_rl.agents.r2d2 import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.gym import env
+from seed_rl.environments.gym import env_flags  # noqa: F401  (defines flags)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id (Discrete actions).')
 flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate (at the first step).')
 flags.DEFINE_float('lr_decay_multiplier', 1.,
                    'The learning rate decays linearly to learning_rate x lr_decay_multiplier '

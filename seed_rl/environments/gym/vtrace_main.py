@@ -13,24 +13,16 @@ from seed_rl.agents.vtrace import config as agent_config
 from seed_rl.agents.vtrace import learner_flags  # noqa: F401  (defines flags)
 from seed_rl.common import entry_point
 from seed_rl.environments.gym import env
+from seed_rl.environments.gym import env_flags  # noqa: F401  (defines flags)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string('env_name', 'CartPole-v1', 'Gymnasium environment id.')
 flags.DEFINE_float('learning_rate', 1e-3, 'Adam learning rate (at the first step).')
 flags.DEFINE_float('lr_decay_multiplier', 1.,
                    'The learning rate decays linearly to learning_rate x lr_decay_multiplier '
                    'over the frame budget (1: constant).')
 flags.DEFINE_list('mlp_sizes', ['64', '64'], 'Hidden layer sizes of the MLP torso.')
 flags.DEFINE_list('lstm_sizes', [], 'LSTM sizes after the MLP (none: feed-forward).')
-# Discretization of continuous actions, the original's MuJoCo flags (see env.create_environment).
-flags.DEFINE_enum('discretization', 'none', list(env.DISCRETIZATIONS),
-                  'Discretization of a Box action space into MultiDiscrete: none (keep it '
-                  'continuous), lin (evenly spaced values) or log (logarithmic grid).')
-flags.DEFINE_integer('n_actions_per_dim', 11, 'Number of actions per dimension when discretized '
-                     '(odd for log).')
-flags.DEFINE_float('action_ratio', 30., 'Ratio between the largest and the smallest positive '
-                   'action of the log discretization.')
 
 # The learner's defaults are the original's, sized for Atari and DMLab; these suit classic
 # control (docs/tuning.md has the settings compared): many small gradient steps, a small entropy

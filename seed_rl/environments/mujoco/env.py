@@ -13,8 +13,8 @@ MountainCarContinuous-v0). `toy_env`, `toy_memory_env` and `bit_flip` are the to
 `toy_env` (the last one is a GoalEnv for hindsight experience replay, returned as it is).
 
 `create_environment_fn(env_id, config)` is the `(env_id, config) -> env` of the actors and
-learners: it reads `env_name`, `discretization`, `n_actions_per_dim` and `action_ratio` from
-`config` (the flags of `env_flags`) and refuses `num_action_repeats != 1`. `check_env_name` is
+learners: it reads an `env_config.MujocoConfig` or the flags of `env_flags` (absl's `FLAGS`),
+and refuses `num_action_repeats != 1`. `check_env_name` is
 the check of a name that `create_environment` makes first; the launchers' flag check
 (`seed_rl.environments.env_names`) calls it too, before anything starts.
 """
@@ -28,9 +28,10 @@ import gymnasium
 import numpy as np
 
 from seed_rl.common import env_wrappers
+from seed_rl.environments.mujoco import env_config
 from seed_rl.environments.mujoco import toy_env
 
-DISCRETIZATIONS = ('none', 'lin', 'log')
+DISCRETIZATIONS = env_config.DISCRETIZATIONS
 TOY_ENVS = ('toy_env', 'toy_memory_env', 'bit_flip')
 
 INSTALL_HINT = ("MuJoCo is not installed in this Python; install seed_rl's mujoco extra: "
@@ -214,31 +215,23 @@ def create_environment_fn(env_id: int, config: Any) -> gymnasium.Env:
   Args:
     env_id: the environment's global id (unused: `BatchedEnvironment` seeds each env with
       `config.seed` + `env_id` on its first reset).
-    config: object with `env_name` and optionally `discretization` ('none'),
-      `n_actions_per_dim` (11), `action_ratio` (30), `num_action_repeats` (1) and
-      `render_mode` (Gymnasium's, e.g. 'rgb_array' for `seed_rl.evaluate --video`; None; the
-      toy envs do not render), `mujoco_model` (a MuJoCo XML file replacing the env's model,
-      Gymnasium's `xml_file`; None).
+    config: an `env_config.MujocoConfig`, or absl flags holding its fields (those of
+      `env_flags`; the entry points pass `FLAGS`), read with `MujocoConfig.of`. Its
+      `render_mode` (e.g. 'rgb_array' for `seed_rl.evaluate --video`) and `mujoco_model` go to
+      `gymnasium.make` (`render_mode`, `xml_file`); the toy envs do not render.
 
   Raises:
-    ValueError: `config.num_action_repeats` is not 1 (as the original, these envs support no
-      action repeats: MuJoCo ids already step several physics steps per action), or what
-      `create_environment` raises.
+    ValueError: what `MujocoConfig.of` raises (a flag not defined; `num_action_repeats` not 1,
+      as the original, these envs support no action repeats; an unknown discretization), or
+      what `create_environment` raises.
+    TypeError: `config` is neither a `MujocoConfig` nor absl flags.
   """
   del env_id
-  num_action_repeats = getattr(config, 'num_action_repeats', 1)
-  if num_action_repeats != 1:
-    raise ValueError(f'The MuJoCo environments support only num_action_repeats=1, got '
-                     f'{num_action_repeats} (MuJoCo envs already repeat their physics steps: '
-                     'frame_skip 5 for HalfCheetah).')
+  config = env_config.MujocoConfig.of(config)
   gym_kwargs = {}
-  render_mode = getattr(config, 'render_mode', None)
-  if render_mode and config.env_name not in TOY_ENVS:
-    gym_kwargs['render_mode'] = render_mode
-  mujoco_model = getattr(config, 'mujoco_model', None)
-  if mujoco_model:
-    gym_kwargs['xml_file'] = os.path.abspath(mujoco_model)
-  return create_environment(config.env_name,
-                            getattr(config, 'discretization', 'none') or 'none',
-                            getattr(config, 'n_actions_per_dim', 11),
-                            getattr(config, 'action_ratio', 30.), gym_kwargs)
+  if config.render_mode and config.env_name not in TOY_ENVS:
+    gym_kwargs['render_mode'] = config.render_mode
+  if config.mujoco_model:
+    gym_kwargs['xml_file'] = os.path.abspath(config.mujoco_model)
+  return create_environment(config.env_name, config.discretization, config.n_actions_per_dim,
+                            config.action_ratio, gym_kwargs)

@@ -21,10 +21,6 @@ from seed_rl.environments.mujoco import env_flags
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string('mujoco_model', None,
-                    'MuJoCo XML file replacing the environment\'s model (Gymnasium\'s '
-                    'xml_file); every actor host needs it at this path.')
-
 for name, value in [('num_envs', 32), ('env_batch_size', 8), ('unroll_length', 64),
                     ('batch_size', 0), ('batch_size_transitions', 64),
                     ('step_size_transitions', 2048), ('epochs_per_step', 10),

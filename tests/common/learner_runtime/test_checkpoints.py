@@ -22,6 +22,7 @@ from seed_rl.common.learner_runtime import checkpoints
 from seed_rl.common.learner_runtime import runtime
 from seed_rl.common.training import update_gate
 from seed_rl.environments.gym import env as gym_env
+from seed_rl.environments.gym import env_config as gym_env_config
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -318,7 +319,7 @@ def test_a_non_finite_variable_is_never_saved(tmp_path, caplog, make_model, vari
 
 
 def _cartpole_agent(agent):
-  config = types.SimpleNamespace(env_name='CartPole-v1')
+  config = gym_env_config.GymConfig(env_name='CartPole-v1')
   strategy = tf.distribute.OneDeviceStrategy('/cpu:0')
   return runtime.create_agent(agent, gym_env.create_environment, strategy, config)
 

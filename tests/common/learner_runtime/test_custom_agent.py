@@ -21,6 +21,7 @@ from seed_rl.common.config.learner_config import LearnerConfig
 from seed_rl.common.structures import EnvOutput
 from seed_rl.common.training import tensors
 from seed_rl.environments.gym import env as gym_env
+from seed_rl.environments.gym.env_config import GymConfig
 from tests.common.summaries import read_scalars
 
 pytestmark = pytest.mark.timeout(240)
@@ -66,10 +67,9 @@ class A2CAgent(learner_runtime.LearnerAgent):
 
 
 @dataclasses.dataclass(frozen=True)
-class A2CConfig(LearnerConfig):
-  """The runtime's fields and the environment's, which `create_env_fn` reads from the config
-  itself (a config made in code has no flags)."""
-  env_name: str = 'CartPole-v1'
+class A2CConfig(LearnerConfig, GymConfig):
+  """The runtime's fields and the environment's (`GymConfig`'s), which `create_env_fn` reads
+  from the config itself (a config made in code has no flags)."""
 
 
 def _config(tmp_path, **overrides):

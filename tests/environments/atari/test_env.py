@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import types
 
 import ale_py
 import cv2
@@ -14,6 +13,7 @@ import pytest
 
 from seed_rl.environments.atari import atari_preprocessing
 from seed_rl.environments.atari import env as atari_env
+from seed_rl.environments.atari import env_config
 
 gymnasium.register_envs(ale_py)
 
@@ -30,10 +30,7 @@ def _paddle_action(step):
 
 
 def _config(**overrides):
-  values = {'game': 'Pong', 'max_random_noops': 0, 'sticky_actions': False,
-            'num_action_repeats': 4}
-  values.update(overrides)
-  return types.SimpleNamespace(**values)
+  return env_config.AtariConfig(**{'max_random_noops': 0, **overrides})
 
 
 class FrameRecorder(gymnasium.Wrapper):
@@ -290,15 +287,14 @@ def test_default_num_action_repeats():
 @pytest.mark.timeout(60)
 def test_no_tensorflow_import():
   code = textwrap.dedent("""
-      import sys, types
+      import sys
+      from absl import flags
       import numpy as np
       from seed_rl.common import env_wrappers
       from seed_rl.environments.atari import env as atari_env
-      config = types.SimpleNamespace(game='Pong', max_random_noops=30,
-                                     sticky_actions=True,
-                                     num_action_repeats=4, seed=None)
+      flags.FLAGS(['program', '--sticky_actions'])  # The original's API: the flags.
       batched = env_wrappers.BatchedEnvironment(
-          atari_env.create_environment, 2, 10, config)
+          atari_env.create_environment, 2, 10, flags.FLAGS)
       obs = batched.reset()
       assert obs.shape == (2, 84, 84, 1) and obs.dtype == np.uint8, obs.shape
       for _ in range(5):

@@ -2,9 +2,10 @@
 
 import pathlib
 import sys
-import types
 
 import pytest
+
+from seed_rl.environments.dmlab import env_config
 
 FAKE_DIR = pathlib.Path(__file__).resolve().parent / 'fake'
 
@@ -23,8 +24,5 @@ def fake_lab(monkeypatch):
 
 
 def make_config(**overrides):
-  """The attributes `create_environment` reads, with the flags' defaults."""
-  values = {'game': 'explore_goal_locations_small', 'num_action_repeats': 4, 'width': 96,
-            'height': 72, 'level_cache_dir': None, 'homepath': '', 'dataset_path': ''}
-  values.update(overrides)
-  return types.SimpleNamespace(**values)
+  """The config `create_environment` reads: the flags' defaults, with `overrides`."""
+  return env_config.DmLabConfig(**overrides)

@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import types
 
 import gymnasium
 import numpy as np
@@ -157,10 +158,12 @@ def test_a_reset_seed_reseeds_the_generator(fake_lab):
 
 @pytest.mark.timeout(30)
 def test_batched_environment_gives_each_env_its_own_reproducible_seeds(fake_lab):
-  config = make_config(seed=None)
+  config = make_config()
 
   def first_seeds():
-    batched = env_wrappers.BatchedEnvironment(dmlab_env.create_environment, 2, 2, config)
+    batched = env_wrappers.BatchedEnvironment(
+        lambda env_id, unused_flags: dmlab_env.create_environment(env_id, config), 2, 2,
+        types.SimpleNamespace(seed=None))
     batched.reset()
     batched.reset_if_done([True, True])
     seeds = [env.lab.reset_seeds for env in batched.envs]

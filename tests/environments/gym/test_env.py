@@ -8,12 +8,11 @@ import pytest
 
 from seed_rl.common import env_wrappers
 from seed_rl.environments.gym import env as gym_env
+from seed_rl.environments.gym import env_config
 
 
 def _config(**overrides):
-  values = {'env_name': 'Pendulum-v1'}
-  values.update(overrides)
-  return types.SimpleNamespace(**values)
+  return env_config.GymConfig(**{'env_name': 'Pendulum-v1', **overrides})
 
 
 @pytest.mark.timeout(30)
@@ -84,8 +83,10 @@ def test_discretization_errors():
 
 @pytest.mark.timeout(30)
 def test_batched_environment_steps_discretized_envs():
-  config = _config(discretization='lin', n_actions_per_dim=7, action_ratio=30., seed=3)
-  batched = env_wrappers.BatchedEnvironment(gym_env.create_environment, 2, 4, config)
+  config = _config(discretization='lin', n_actions_per_dim=7, action_ratio=30.)
+  batched = env_wrappers.BatchedEnvironment(
+      lambda env_id, unused_flags: gym_env.create_environment(env_id, config), 2, 4,
+      types.SimpleNamespace(seed=3))
   observations = batched.reset()
   assert observations.shape == (2, 3)
   actions = np.array([[0], [6]], np.int64)

@@ -13,6 +13,7 @@ import pytest
 
 from seed_rl.common import env_wrappers
 from seed_rl.environments.mujoco import env as mujoco_env
+from seed_rl.environments.mujoco import env_config
 from seed_rl.environments.mujoco import toy_env
 
 # Name -> (observation size, action dimension) of the envs stepped here.
@@ -167,15 +168,15 @@ def test_bit_flip_is_returned_raw_and_runs_100_random_steps():
 
 @pytest.mark.timeout(60)
 def test_create_environment_fn_reads_the_config():
-  config = types.SimpleNamespace(env_name='Hopper-v5', discretization='log',
-                                 n_actions_per_dim=7, action_ratio=10., num_action_repeats=1)
+  config = env_config.MujocoConfig(env_name='Hopper-v5', discretization='log',
+                                   n_actions_per_dim=7, action_ratio=10., num_action_repeats=1)
   env = mujoco_env.create_environment_fn(3, config)
   assert env.action_space == gymnasium.spaces.MultiDiscrete([7] * 3)
   np.testing.assert_allclose(env.action_set[0], [-1, -10**-.5, -.1, 0, .1, 10**-.5, 1],
                              rtol=1e-5)
   env.close()
   # Only env_name is needed; the rest has the original's defaults.
-  env = mujoco_env.create_environment_fn(0, types.SimpleNamespace(env_name='toy_env'))
+  env = mujoco_env.create_environment_fn(0, env_config.MujocoConfig(env_name='toy_env'))
   assert isinstance(env.action_space, gymnasium.spaces.Box)
   env.close()
 
@@ -183,15 +184,16 @@ def test_create_environment_fn_reads_the_config():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize('num_action_repeats', [0, 2, 4])
 def test_create_environment_fn_refuses_action_repeats(num_action_repeats):
-  config = types.SimpleNamespace(env_name='HalfCheetah-v5', num_action_repeats=num_action_repeats)
   with pytest.raises(ValueError, match='only num_action_repeats=1'):
-    mujoco_env.create_environment_fn(0, config)
+    env_config.MujocoConfig(env_name='HalfCheetah-v5', num_action_repeats=num_action_repeats)
 
 
 @pytest.mark.timeout(60)
 def test_batched_environment_of_mujoco_envs():
-  config = types.SimpleNamespace(env_name='HalfCheetah-v5', seed=5)
-  batched = env_wrappers.BatchedEnvironment(mujoco_env.create_environment_fn, 3, 6, config)
+  config = env_config.MujocoConfig(env_name='HalfCheetah-v5')
+  batched = env_wrappers.BatchedEnvironment(
+      lambda env_id, unused_flags: mujoco_env.create_environment_fn(env_id, config), 3, 6,
+      types.SimpleNamespace(seed=5))
   observations = batched.reset()
   assert observations.shape == (3, 17) and observations.dtype == np.float32
   observations, rewards, dones, _ = batched.step(np.zeros((3, 6), np.float32))
