@@ -57,7 +57,6 @@ import re
 import subprocess
 import tempfile
 import time
-import types
 from collections.abc import Sequence
 from typing import Optional
 
@@ -247,10 +246,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main() -> None:
   args = parse_args()
   from seed_rl.environments.atari import env as atari_env  # pylint: disable=g-import-not-at-top
-  config = types.SimpleNamespace(game=args.game, max_random_noops=30, sticky_actions=False,
-                                 num_action_repeats=args.num_action_repeats)
+  from seed_rl.environments.atari import env_config  # pylint: disable=g-import-not-at-top
+  config = env_config.AtariConfig(game=args.game, max_random_noops=30, sticky_actions=False,
+                                  num_action_repeats=args.num_action_repeats)
   raw = raw_env.raw_env_frames_per_sec(atari_env.create_environment, config, args.num_actors,
-                                       min(args.seconds, 10))
+                                       min(args.seconds, 10), config.num_action_repeats)
   with tempfile.TemporaryDirectory() as logdir:
     result = run_pipeline(args, pathlib.Path(logdir))
     bound = measure_ceiling(args, pathlib.Path(logdir), min(args.seconds, 10))

@@ -13,7 +13,6 @@ Usage:
 import argparse
 import multiprocessing
 import time
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -56,16 +55,19 @@ def _worker(create_env_fn: Callable[[int, Any], Any], config: Any,
 def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
                            config: Any,
                            num_processes: int,
-                           seconds: float) -> dict[str, float]:
+                           seconds: float,
+                           num_action_repeats: int = 1) -> dict[str, float]:
   """Measures aggregate env throughput of `num_processes` stepping processes.
 
   Args:
     create_env_fn: `(env_id, config) -> gymnasium env`, picklable (a module-level
       function), e.g. `seed_rl.environments.atari.env.create_environment`.
-    config: picklable object passed to `create_env_fn`; its
-      `num_action_repeats` (default 1) converts steps to frames.
+    config: picklable object passed to `create_env_fn` (e.g. an
+      `AtariConfig`).
     num_processes: number of processes, one env each (env ids 0..N-1).
     seconds: stepping time per process, after all envs are created.
+    num_action_repeats: frames per step of the env (its config's), which
+      converts steps to frames.
 
   Returns:
     dict with `steps_per_sec` and `frames_per_sec` (sums over processes of
@@ -113,10 +115,9 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
   if errors:
     raise RuntimeError('raw env benchmark failed: ' + '; '.join(errors))
   steps_per_sec = float(np.sum(rates))
-  repeats = getattr(config, 'num_action_repeats', 1) or 1
   return {
       'steps_per_sec': steps_per_sec,
-      'frames_per_sec': steps_per_sec * repeats,
+      'frames_per_sec': steps_per_sec * num_action_repeats,
       'cores_busy': float(np.sum(cores_busy)),
       'num_processes': num_processes,
       'seconds': seconds,
@@ -126,6 +127,7 @@ def raw_env_frames_per_sec(create_env_fn: Callable[[int, Any], Any],
 def main() -> None:
   # Imported here so that importing this module stays cheap.
   from seed_rl.environments.atari import env as atari_env  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import env_config  # pylint: disable=g-import-not-at-top
 
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--game', default='Pong')
@@ -134,7 +136,7 @@ def main() -> None:
   parser.add_argument('--num_action_repeats', type=int,
                       default=atari_env.ATARI_DEFAULT_NUM_ACTION_REPEATS)
   args = parser.parse_args()
-  config = types.SimpleNamespace(
+  config = env_config.AtariConfig(
       game=args.game, max_random_noops=30, sticky_actions=False,
       num_action_repeats=args.num_action_repeats)
   print(f'Raw Atari {args.game}, frame skip {args.num_action_repeats}, '
@@ -142,7 +144,7 @@ def main() -> None:
   baseline = None
   for n in args.num_processes:
     r = raw_env_frames_per_sec(atari_env.create_environment, config, n,
-                               args.seconds)
+                               args.seconds, config.num_action_repeats)
     baseline = baseline or r['steps_per_sec']
     print(f'  processes={n}: {r["steps_per_sec"]:8.0f} env steps/s '
           f'{r["frames_per_sec"]:8.0f} frames/s  '
