@@ -45,6 +45,7 @@ from typing import Any, Optional, Sequence
 from absl import flags
 
 from seed_rl.common.config import checks
+from seed_rl.common.config import learner_config
 from seed_rl.grpc import address_list
 
 # Launcher (the --prefix of its messages) -> where it sets the actor and environment counts,
@@ -132,19 +133,32 @@ def parse(module: str, argv: Sequence[str],
   return values
 
 
-def check_learner_config(config: Any, shape: Optional[str] = None) -> None:
-  """The learner's own checks of its flags that need no TensorFlow and no environment
-  (`checks.validate_runtime_config`), on a copy: `config` is not changed.
+def check_learner_config(config: learner_config.LearnerConfig,
+                         shape: Optional[str] = None) -> None:
+  """The learner's own checks of its config that need no TensorFlow and no environment
+  (`checks.validate_runtime_config`: the config is frozen, and stays as it is).
 
   `shape` says where `--num_envs` comes from (e.g. "NUM_ACTORS x ENV_BATCH_SIZE = 2 x 4").
   """
-  names = ('num_envs', 'env_batch_size', 'inference_batch_size', 'num_eval_envs',
-           'double_buffered_acting') + checks.positive_flags(config)
-  if hasattr(config, 'batch_size_transitions'):
-    names += ('batch_size_transitions',)
-  copy = types.SimpleNamespace(**{name: getattr(config, name) for name in names})
   try:
-    checks.validate_runtime_config(copy, num_envs_source=shape)
+    checks.validate_runtime_config(config, num_envs_source=shape)
+  except ValueError as e:
+    raise FlagCheckError(str(e)) from None
+
+
+def learner_config_of(values: flags.FlagValues) -> learner_config.LearnerConfig:
+  """The config the entry point's learner reads from the flags `values`: its agent's, read
+  with the agent's `from_flags` (`learner_flags.config_class_of_flags`).
+
+  Raises:
+    FlagCheckError: the config cannot be read (a flag it needs is not defined, or a value it
+      refuses), naming the flag.
+  """
+  # Imported here: its import defines the learner's flags, which the entry point (imported
+  # first) defines if its learner reads them.
+  learner_flags = importlib.import_module('seed_rl.common.config.learner_flags')
+  try:
+    return learner_flags.config_class_of_flags().from_flags(values)
   except ValueError as e:
     raise FlagCheckError(str(e)) from None
 
@@ -175,7 +189,7 @@ def check(module: str, argv: Sequence[str], shape: Optional[str] = None,
     except address_list.AddressListError as e:
       raise FlagCheckError(str(e)) from None
   if 'run_mode' in values and values.run_mode == 'learner':
-    check_learner_config(values, shape)
+    check_learner_config(learner_config_of(values), shape)
   return values
 
 

@@ -5,10 +5,11 @@ import os
 import subprocess
 import sys
 import time
-import types
 
 import pytest
 
+from seed_rl.agents.policy_gradient import config as pg_config
+from seed_rl.common.config import learner_config
 from seed_rl.launch import flag_check
 from tests import processes
 
@@ -27,13 +28,13 @@ def _check(module, *argv, options=()):
   return result, time.monotonic() - start
 
 
-def _config(**values):
+def _config(config_class=learner_config.LearnerConfig, **values):
   defaults = dict(num_envs=8, env_batch_size=2, inference_batch_size=-1, batch_size=4,
                   unroll_length=10, unroll_queue_max_size=1, save_checkpoint_secs=1800,
                   log_episode_frequency=1, checkpoints_to_keep=3, num_eval_envs=0,
                   double_buffered_acting=False)
   defaults.update(values)
-  return types.SimpleNamespace(**defaults)
+  return config_class(**defaults)
 
 
 @pytest.mark.timeout(30)
@@ -74,13 +75,36 @@ def test_good_learner_configs_pass_unchanged():
 def test_sizes_given_in_transitions_may_leave_batch_size_and_unroll_length_at_zero():
   # The on-policy learner derives them from --batch_size_transitions (and checks that itself);
   # the other learners need them positive.
-  flag_check.check_learner_config(_config(batch_size=0, unroll_length=0,
-                                          batch_size_transitions=64))
+  flag_check.check_learner_config(_config(pg_config.PolicyGradientConfig, batch_size=0,
+                                          unroll_length=0, batch_size_transitions=64))
   with pytest.raises(flag_check.FlagCheckError, match='--unroll_length must be positive'):
     flag_check.check_learner_config(_config(unroll_length=0))
   with pytest.raises(flag_check.FlagCheckError, match='--save_checkpoint_secs must be positive'):
-    flag_check.check_learner_config(_config(batch_size=0, batch_size_transitions=64,
-                                            save_checkpoint_secs=0))
+    flag_check.check_learner_config(_config(pg_config.PolicyGradientConfig, batch_size=0,
+                                            batch_size_transitions=64, save_checkpoint_secs=0))
+
+
+_AGENT_CONFIG = """
+import sys
+from seed_rl.launch import flag_check
+values = flag_check.check(sys.argv[1], ['--run_mode=learner'] + sys.argv[2:])
+config = flag_check.learner_config_of(values)
+print(type(config).__name__, config.batch_size, config.unroll_length)
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('module, argv, expected', [
+    # PPO sizes its batches in transitions: batch_size and unroll_length may stay 0.
+    ('seed_rl.environments.gym.ppo_main', [], 'PolicyGradientConfig 0 32'),
+    ('seed_rl.environments.gym.r2d2_main', ['--batch_size=8'], 'R2D2Config 8 20'),
+    ('seed_rl.environments.mujoco.sac_main', [], 'SACConfig 256 1'),
+])
+def test_the_learner_checks_read_the_agent_s_own_config(module, argv, expected):
+  result = subprocess.run([sys.executable, '-c', _AGENT_CONFIG, module, *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=110, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.splitlines()[-1] == expected
 
 
 @pytest.mark.timeout(120)

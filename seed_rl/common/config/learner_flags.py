@@ -70,6 +70,8 @@ _UNSET = ' Unset: the agent\'s default'
 # default nor its help depends on the order in which the agents' modules were imported.
 _BASE_HELP: Dict[str, str] = {}
 _AGENT_DEFAULTS: Dict[str, Dict[str, tuple]] = {}
+# Agent -> its config class, for each agent whose flag module this process imported.
+_CONFIG_CLASSES: Dict[str, Type[learner_config.LearnerConfig]] = {}
 
 
 def _describe_agent_defaults(name: str) -> None:
@@ -81,12 +83,23 @@ def _describe_agent_defaults(name: str) -> None:
 
 def declare_agent_defaults(agent: str, config_class: Type[learner_config.LearnerConfig]) -> None:
   """Names `agent`'s defaults of the `AGENT_DEFAULT_FLAGS`, the fields of `config_class`, in
-  their help; their values stay None, which `config_class.from_flags` turns into them."""
+  their help; their values stay None, which `config_class.from_flags` turns into them.
+  `config_class` becomes what `config_class_of_flags` gives."""
+  _CONFIG_CLASSES[agent] = config_class
   fields = {field.name: field.default for field in dataclasses.fields(config_class)}
   for name in AGENT_DEFAULT_FLAGS:
     _BASE_HELP.setdefault(name, flags.FLAGS[name].help)
     _AGENT_DEFAULTS.setdefault(name, {})[agent] = (_BASE_HELP[name], fields[name])
     _describe_agent_defaults(name)
+
+
+def config_class_of_flags() -> Type[learner_config.LearnerConfig]:
+  """The config class of the agent whose flags this process defines (its flag module called
+  `declare_agent_defaults`): what its entry point reads its flags into. `LearnerConfig` when
+  the flags of no agent or of several are defined (tools and tests that import several)."""
+  if len(_CONFIG_CLASSES) == 1:
+    return next(iter(_CONFIG_CLASSES.values()))
+  return learner_config.LearnerConfig
 
 
 def define_agent_flag(define: Callable[..., Any], name: str, default: Any, help_text: str,
