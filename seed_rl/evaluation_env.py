@@ -373,7 +373,8 @@ def _serve(connection: Any, run: RunInfo, overrides: Sequence[str], video: str |
   try:
     env = create_environment(run, overrides, video)
     observation, info = env.reset(seed=seed)
-    connection.send(('ok', (video_lib.env_name(env, flags.FLAGS), observation, _info(info))))
+    connection.send(('ok', (video_lib.env_name(env, video_lib.VideoConfig.from_flags(flags.FLAGS)),
+                             observation, _info(info))))
     while True:
       request, argument = connection.recv()
       if request == 'reset':

@@ -135,6 +135,14 @@ class VideoConfig:
     return cls(next((str(value) for value in values if value), None), int(repeats or 1))
 
 
+def env_name(env: gymnasium.Env, config: VideoConfig = VideoConfig()) -> str:
+  """A name for messages: the Gymnasium id, else `config.env_name`, else the class."""
+  spec = getattr(env.unwrapped, 'spec', None) or getattr(env, 'spec', None)
+  if spec is not None and getattr(spec, 'id', None):
+    return spec.id
+  return config.env_name or type(env.unwrapped).__name__
+
+
 def is_opengl_failure(error: BaseException) -> bool:
   """Whether `error` was raised in MuJoCo's or PyOpenGL's code (a missing OpenGL backend shows
   as errors of all kinds there, also while importing mujoco with MUJOCO_GL set)."""
