@@ -39,7 +39,6 @@ import difflib
 import importlib
 import re
 import sys
-import types
 from typing import Any, Optional, Sequence
 
 from absl import flags

@@ -9,31 +9,7 @@ import dataclasses
 import operator
 from typing import Any, Optional
 
-from absl import flags
-
 from seed_rl.common.config import learner_config
-
-#: Flags every learner has that must be positive.
-POSITIVE_LEARNER_FLAGS = learner_config.POSITIVE_FIELDS
-#: Of those, the ones the on-policy learner may leave at 0 to derive them from sizes given in
-#: transitions (its `--batch_size_transitions` flag; it checks the derivation itself).
-SIZES_DERIVED_FROM_TRANSITIONS = ('batch_size', 'unroll_length')
-
-
-def positive_flags(config: Any) -> tuple:
-  """The names of `POSITIVE_LEARNER_FLAGS` that `config`'s learner needs positive.
-
-  `config`: a `LearnerConfig` (its `positive_fields`), or parsed flag values or a namespace
-  copy of them, as `seed_rl.launch.flag_check` checks them before the learner starts: there the
-  on-policy learner is the one whose flags include `--batch_size_transitions`.
-  """
-  if isinstance(config, learner_config.LearnerConfig):
-    return config.positive_fields
-  defined = config if isinstance(config, flags.FlagValues) else vars(config)
-  if 'batch_size_transitions' in defined:
-    return tuple(name for name in POSITIVE_LEARNER_FLAGS
-                 if name not in SIZES_DERIVED_FROM_TRANSITIONS)
-  return POSITIVE_LEARNER_FLAGS
 
 
 def validate_learner_config(config: Any, num_hosts: int = 1,
@@ -92,25 +68,22 @@ def check_double_buffering(config: Any) -> None:
                      f'halves: --env_batch_size must be even, got {config.env_batch_size}')
 
 
-def validate_runtime_config(config: Any, num_envs_source: Optional[str] = None) -> Any:
-  """The checks of `validate_learner_config` and `check_double_buffering`, and the counts every learner of the runtime needs
-  positive (`positive_flags`; None, an unset shared flag, stands for the agent's default, which
-  is).
+def validate_runtime_config(config: learner_config.LearnerConfig,
+                            num_envs_source: Optional[str] = None) -> learner_config.LearnerConfig:
+  """The checks of `validate_learner_config` and `check_double_buffering`, and the counts the
+  config's learner needs positive (its `positive_fields`; None, an unset shared flag, stands for
+  the agent's default, which is).
 
   Returns:
-    `config` with `inference_batch_size` resolved: a new one for a (frozen) `LearnerConfig`,
-    `config` itself changed in place otherwise (flags, or the copy `flag_check` makes).
+    A new config, with `inference_batch_size` resolved.
 
   Raises:
     ValueError: naming the flag to change.
   """
   size = inference_batch_size(config, num_envs_source=num_envs_source)
   check_double_buffering(config)
-  if dataclasses.is_dataclass(config):
-    config = dataclasses.replace(config, inference_batch_size=size)
-  else:
-    config.inference_batch_size = size
-  for name in positive_flags(config):
+  config = dataclasses.replace(config, inference_batch_size=size)
+  for name in config.positive_fields:
     value = operator.attrgetter(name)(config)
     if value is not None and value <= 0:
       raise ValueError(f'--{name} must be positive, got {value}')
