@@ -14,9 +14,9 @@ MountainCarContinuous-v0). `toy_env`, `toy_memory_env` and `bit_flip` are the to
 
 `create_environment_fn(env_id, config)` is the `(env_id, config) -> env` of the actors and
 learners: it reads an `env_config.MujocoConfig` or the flags of `env_flags` (absl's `FLAGS`),
-and refuses `num_action_repeats != 1`. `check_env_name` is
-the check of a name that `create_environment` makes first; the launchers' flag check
-(`seed_rl.environments.env_names`) calls it too, before anything starts.
+and refuses `num_action_repeats != 1`. `check_env_name` is the check of a name that
+`create_environment` makes first; the launchers' flag check (`seed_rl.environments.env_names`)
+calls it too, before anything starts.
 """
 
 import difflib
