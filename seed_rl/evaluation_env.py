@@ -41,6 +41,7 @@ from typing import Any
 from absl import flags
 
 from seed_rl import video as video_lib
+from seed_rl.common.config import flag_config
 from seed_rl.common.config import run_identity
 
 # The info keys the actors read (`seed_rl.common.actor`); the rest stays in the child process.
@@ -282,7 +283,8 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
   Raises:
     EvaluateError: bad flags or factory, a factory that raises ValueError or ImportError
       (e.g. an unknown environment, or its package not installed), one that reads a flag the
-      entry point does not define, or one that fails in OpenGL when asked to render (MuJoCo
+      entry point does not define (absl's AttributeError, or a typed config's
+      `UndefinedFlagError`), or one that fails in OpenGL when asked to render (MuJoCo
       without a working MUJOCO_GL backend).
   """
   entry_point, create_env = _load(run)
@@ -297,9 +299,10 @@ def create_environment(run: RunInfo, overrides: Sequence[str] = (), video: str |
     if video and video_lib.is_opengl_failure(e):
       name = video_config.env_name or run.create_env_fn
       raise EvaluateError(str(video_lib.cannot_render(name, e))) from e
-    if isinstance(e, (ImportError, ValueError)):
+    missing = e.flag if isinstance(e, flag_config.UndefinedFlagError) else None
+    if isinstance(e, (ImportError, ValueError)) and not missing:
       raise EvaluateError(f'Cannot create the environment with {run.create_env_fn}: {e}') from e
-    missing = _undefined_flag(e, config)
+    missing = missing or _undefined_flag(e, config)
     if missing:
       raise EvaluateError(
           f'{run.create_env_fn} reads the flag --{missing}, which {run.program()} does not '

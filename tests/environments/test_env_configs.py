@@ -7,6 +7,7 @@ absl flags are global to a process and the gym and MuJoCo flags share names, so 
 environment's flags are read in a process of its own.
 """
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import types
 from absl import flags
 import pytest
 
+from seed_rl.common.config import flag_config
 from seed_rl.environments.atari import env_config as atari_config
 from seed_rl.environments.dmlab import env_config as dmlab_config
 from seed_rl.environments.gym import env_config as gym_config
@@ -124,9 +126,11 @@ def test_dmlab_flags_give_the_config():
 def test_a_missing_flag_or_an_object_that_is_no_config_is_refused_naming_it(config_class,
                                                                              flags_module):
   values = flags.FlagValues()
-  with pytest.raises(ValueError, match=rf'{config_class.__name__} reads --\w+, which is not '
-                                       rf'defined: import {flags_module}'):
+  with pytest.raises(flag_config.UndefinedFlagError,
+                     match=rf'{config_class.__name__} reads --\w+, which is not defined: '
+                           rf'import {flags_module}') as raised:
     config_class.from_flags(values)
+  assert raised.value.flag == dataclasses.fields(config_class)[0].name
   with pytest.raises(TypeError, match=f'A {config_class.__name__} or absl FlagValues is '
                                       'needed, got a SimpleNamespace'):
     config_class.of(types.SimpleNamespace())

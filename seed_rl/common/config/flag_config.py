@@ -16,6 +16,14 @@ from absl import flags
 _Config = TypeVar('_Config', bound='FlagConfig')
 
 
+class UndefinedFlagError(ValueError):
+  """A config reads a flag that the process does not define; `flag` is its name."""
+
+  def __init__(self, message: str, flag: str):
+    super().__init__(message)
+    self.flag = flag
+
+
 class FlagConfig:
   """Base of frozen dataclasses whose fields are flags; subclasses set `flags_module`."""
   #: What `from_flags` names when a flag is missing: the module whose import defines the flags.
@@ -30,16 +38,17 @@ class FlagConfig:
     `overrides` replacing them. A flag whose value is None takes the field's default.
 
     Raises:
-      ValueError: a field's flag is not defined, naming it and the module that defines it.
+      UndefinedFlagError: a field's flag is not defined, naming it and the module that defines
+        it.
     """
     values = {}
     for field in dataclasses.fields(cls):
       if field.name in cls.unflagged_fields or field.name in overrides:
         continue
       if field.name not in flag_values:
-        raise ValueError(
+        raise UndefinedFlagError(
             f'{cls.__name__} reads --{field.name}, which is not defined: import '
-            f'{cls.flags_module} (it defines the flags) before reading the config.')
+            f'{cls.flags_module} (it defines the flags) before reading the config.', field.name)
       value = flag_values[field.name].value
       values[field.name] = field.default if value is None else value
     values.update(overrides)
