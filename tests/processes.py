@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from seed_rl.launch import progress_monitor
 
@@ -122,3 +122,11 @@ def shm_sockets(address: str) -> int:
   name = '@' + shm_address.socket_address(address)[1:]
   with open('/proc/net/unix') as table:
     return sum(1 for fields in map(str.split, table) if len(fields) == 8 and fields[-1] == name)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> None:
+  """Waits until `condition()` holds; fails the test after `timeout` seconds."""
+  deadline = time.monotonic() + timeout
+  while not condition():
+    assert time.monotonic() < deadline, 'timed out'
+    time.sleep(0.01)

@@ -733,7 +733,9 @@ def test_a_shared_memory_run_leaves_nothing_after_stop_local_or_kill_9(tmp_path)
     killed.process.wait(30)
     _wait_gone(killed)
     assert _dev_shm() - before == set()
-    assert processes.shm_sockets(name) == 0
+    # A killed process's sockets close as it finishes exiting, a moment after its command line
+    # (which _wait_gone looks for) is gone.
+    processes.wait_until(lambda: processes.shm_sockets(name) == 0, 30.)
     stopped = subprocess.run(['./stop_local.sh'], cwd=ROOT, capture_output=True, text=True,
                              timeout=120)
     assert stopped.returncode == 0, stopped.stderr

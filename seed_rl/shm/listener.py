@@ -21,6 +21,8 @@ from seed_rl.shm import segment as segment_lib
 # A client has this long to present itself after it connects.
 _HANDSHAKE_SECS = 10.0
 _STOP_POLL_SECS = 0.005
+# How long `stop` waits for the accepting thread to return once its socket is shut down.
+_ACCEPT_EXIT_SECS = 10.0
 
 _log = logging.getLogger(__name__)
 
@@ -135,8 +137,12 @@ class Listener:
     with self._lock:
       self._stopped = True
       connections = list(self._connections)
-    _shutdown(self._socket, socket.SHUT_RDWR)
+    _shutdown(self._socket, socket.SHUT_RDWR)  # Wakes the accepting thread ...
     self._socket.close()
+    # ... whose pending accept holds the socket, and so its name, until the thread returns: a
+    # server started at once at this address must find the name free.
+    if threading.current_thread() is not self._thread:
+      self._thread.join(_ACCEPT_EXIT_SECS)
     for conn in connections:
       _shutdown(conn, socket.SHUT_RD)  # Ends the ones waiting for their next request.
     deadline = time.monotonic() + grace

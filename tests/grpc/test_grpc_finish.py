@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from seed_rl import grpc
 from seed_rl.grpc import errors
+from tests import processes
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,19 +35,12 @@ def _started(servers, address, fn=batched):
   return server
 
 
-def _wait_until(condition, timeout=10.):
-  deadline = time.monotonic() + timeout
-  while not condition():
-    assert time.monotonic() < deadline, 'timed out'
-    time.sleep(0.01)
-
-
 def test_finish_answers_waiting_and_later_calls_and_new_clients(servers, clients, unix_address,
                                                                 pool):
   server = _started(servers, unix_address)
   waiting, later = clients(unix_address), clients(unix_address)
   future = pool.submit(waiting.batched, np.int32(1))  # Waits for a second row.
-  _wait_until(lambda: server.pending_batches())
+  processes.wait_until(lambda: server.pending_batches(), 10.)
   server.finish()
   with pytest.raises(grpc.TrainingFinishedError, match='^Training finished: '):
     future.result(10)
@@ -73,7 +67,7 @@ def test_finish_answers_an_execution_that_ends_after_it_instead_of_its_error(
 
   server = _started(servers, unix_address, block)
   future = pool.submit(clients(unix_address).block, np.int32(1))
-  _wait_until(lambda: queue.size().numpy() == 1)
+  processes.wait_until(lambda: queue.size().numpy() == 1, 10.)
   server.finish()
   queue.close(cancel_pending_enqueues=True)
   with pytest.raises(grpc.TrainingFinishedError):

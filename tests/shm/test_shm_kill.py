@@ -90,13 +90,6 @@ def _dev_shm():
   return set(os.listdir('/dev/shm'))
 
 
-def _wait_until(condition, timeout=30.):
-  deadline = time.monotonic() + timeout
-  while not condition():
-    assert time.monotonic() < deadline, 'timed out'
-    time.sleep(0.01)
-
-
 def test_a_client_killed_while_waiting_for_its_batch_leaves_nothing_behind(servers, clients,
                                                                           address, procs):
   before, earlier = _dev_shm(), _memfd_segments()  # Earlier tests' segments may still close.
@@ -104,19 +97,19 @@ def test_a_client_killed_while_waiting_for_its_batch_leaves_nothing_behind(serve
   server.bind(plus)
   server.start()
   client = _python(procs, 'client', _CLIENT, address)
-  _wait_until(lambda: server.pending_batches())  # Its row waits for a second one.
+  processes.wait_until(lambda: server.pending_batches(), 30.)  # Its row waits for a second one.
   assert len(_memfd_segments() - earlier) == 1  # The server maps the client's segment.
   client.popen.send_signal(signal.SIGKILL)
   client.popen.wait(30)
   # The batch still runs with the dead caller's row; the other caller gets its own answer.
   other = clients(address)
   assert other.plus(np.int32(5)) == 6
-  _wait_until(lambda: server._run._streams == 1)  # pylint: disable=protected-access
+  processes.wait_until(lambda: server._run._streams == 1, 30.)  # pylint: disable=protected-access
   # The other client's segment only (both sides map it).
   assert len(_memfd_segments() - earlier) == 1
   assert other.plus(np.array([1, 2], np.int32)).tolist() == [2, 3]
   other.close()
-  _wait_until(lambda: not _memfd_segments() - earlier)
+  processes.wait_until(lambda: not _memfd_segments() - earlier, 30.)
   assert server.wait_for_clients_to_leave(10)
   assert _dev_shm() == before
 
@@ -130,7 +123,7 @@ def test_a_client_killed_while_writing_its_request_sends_nothing(servers, client
   writer = _python(procs, 'writer', _HALF_WRITER, address)
   writer.wait_for('written', 60)
   writer.popen.wait(30)
-  _wait_until(lambda: not _memfd_segments() - earlier)  # Its connection ended.
+  processes.wait_until(lambda: not _memfd_segments() - earlier, 30.)  # Its connection ended.
   assert not server.pending_batches()  # No row of it joined a batch.
   assert server._run._streams == 0  # pylint: disable=protected-access
   assert clients(address).plus(np.array([1, 2], np.int32)).tolist() == [2, 3]
@@ -144,7 +137,7 @@ def test_a_server_killed_mid_call_leaves_nothing_behind_and_a_new_one_takes_its_
   client = clients(address)
   with concurrent.futures.ThreadPoolExecutor(1) as pool:
     waiting = pool.submit(client.plus, np.int32(1))  # Waits for a second row.
-    _wait_until(lambda: len(_memfd_segments(server.popen.pid)) == 1)
+    processes.wait_until(lambda: len(_memfd_segments(server.popen.pid)) == 1, 30.)
     time.sleep(0.2)
     assert not waiting.done()
     server.popen.send_signal(signal.SIGKILL)

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import tensorflow as tf
 from seed_rl import grpc
 from seed_rl.shm import address as address_lib
 from seed_rl.shm import frames
+from tests import processes
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -150,6 +152,19 @@ def test_a_name_a_live_server_serves_is_not_taken(servers, address):
   _started(servers, [address])
   with pytest.raises(tf.errors.UnavailableError, match='another server already serves'):
     _started(servers, [address])
+
+
+def test_a_server_shut_down_frees_its_name_before_shutdown_returns(servers, address):
+  """The accepting thread's pending accept holds the listening socket, and so the name, until the
+  thread returns: shutdown waits for it, so that a server started right after (a restarted
+  learner's) finds the name free however late that thread runs."""
+  for _ in range(5):
+    server = _started(servers, [address])
+    assert processes.shm_sockets(address) == 1
+    server.shutdown()
+    assert not [thread for thread in threading.enumerate()
+                if thread.name == f'seed_rl_shm_accept_{address[len("shm:"):]}']
+    assert processes.shm_sockets(address) == 0
 
 
 def test_a_request_beyond_the_message_limit_is_refused_and_the_client_goes_on(servers, clients,
