@@ -16,7 +16,7 @@ import struct
 from typing import Tuple
 
 PREFIX = 'shm:'
-# A name is a plain file name (as the socket file it once was), so that it reads well in logs.
+# A name is a plain file name (no path separators), so that it reads the same in logs and flags.
 _NAME = re.compile(r'[A-Za-z0-9_.-]{1,64}')
 _PEER_CREDENTIALS = struct.Struct('3i')
 
