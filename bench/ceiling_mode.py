@@ -18,6 +18,7 @@ import importlib
 import sys
 import types
 from collections.abc import Sequence
+from typing import Any, Tuple
 
 from absl import app
 from absl import flags
@@ -31,31 +32,43 @@ USAGE = ('usage: python -m bench.ceiling_mode ENTRY_POINT_MODULE --measure_ceili
          '[its flags]')
 
 
-def measure(entry_point: types.ModuleType, seconds: float) -> dict:
-  """Times `entry_point`'s agent, network, optimizer and config (read from the parsed flags) for
-  `seconds` per part; returns `bench.ceiling_measurement.measure`'s result.
+def create_agent(entry_point: types.ModuleType) -> Tuple[Any, Any]:
+  """`(agent, config)`: a new `LearnerAgent` of `entry_point`'s learner, with the module's
+  network and typed config (read from the parsed flags).
 
   Raises:
-    app.UsageError: the module's learner is not one the ceiling measures.
+    app.UsageError: the module's learner is not one these benchmarks measure.
   """
   learner_module = entry_point.LEARNER_MODULE
   if learner_module not in AGENT_CLASSES:
-    raise app.UsageError(f'{entry_point.__name__} runs {learner_module}; the ceiling measures '
-                         f'{", ".join(sorted(AGENT_CLASSES))}.')
-  from bench import ceiling_measurement  # pylint: disable=g-import-not-at-top
-  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+    raise app.UsageError(f'{entry_point.__name__} runs {learner_module}; these benchmarks '
+                         f'measure {", ".join(sorted(AGENT_CLASSES))}.')
   config = entry_point.create_config()
   agent_class = getattr(importlib.import_module(learner_module), AGENT_CLASSES[learner_module])
-  agent = agent_class(entry_point.create_agent, config)
+  return agent_class(entry_point.create_agent, config), config
+
+
+def measure(entry_point: types.ModuleType, seconds: float) -> dict:
+  """Times `entry_point`'s agent, network, optimizer and config (read from the parsed flags) for
+  `seconds` per part; returns `bench.ceiling_measurement.measure`'s result."""
+  from bench import ceiling_measurement  # pylint: disable=g-import-not-at-top
+  from seed_rl.environments.atari import env  # pylint: disable=g-import-not-at-top
+  agent, config = create_agent(entry_point)
   return ceiling_measurement.measure(agent, env.create_environment,
                                      entry_point.create_optimizer, config, seconds)
 
 
+def import_entry_point(argv: Sequence[str], usage: str) -> types.ModuleType:
+  """The entry point module `argv[1]` names (which defines its flags); exits with `usage` when
+  `argv` names none."""
+  if len(argv) < 2 or argv[1].startswith('-'):
+    sys.exit(usage)
+  return importlib.import_module(argv[1])
+
+
 def main(argv: Sequence[str]) -> None:
   """`argv`: the program, the entry point module, then its flags and `--measure_ceiling_secs`."""
-  if len(argv) < 2 or argv[1].startswith('-'):
-    sys.exit(USAGE)
-  entry_point = importlib.import_module(argv[1])
+  entry_point = import_entry_point(argv, USAGE)
   seconds = flags.DEFINE_float('measure_ceiling_secs', 5.,
                                'Seconds of each timed part: inference, training, both at once.')
 

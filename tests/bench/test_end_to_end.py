@@ -148,8 +148,8 @@ def test_entry_points_measure_a_consistent_ceiling():
     ([], 'usage: python -m bench.ceiling_mode ENTRY_POINT_MODULE'),
     (['--measure_ceiling_secs=1'], 'usage: python -m bench.ceiling_mode ENTRY_POINT_MODULE'),
     (['seed_rl.environments.atari.ppo_main', '--measure_ceiling_secs=1'],
-     'seed_rl.environments.atari.ppo_main runs seed_rl.agents.policy_gradient.learner; the '
-     'ceiling measures seed_rl.agents.r2d2.learner, seed_rl.agents.vtrace.learner'),
+     'seed_rl.environments.atari.ppo_main runs seed_rl.agents.policy_gradient.learner; these '
+     'benchmarks measure seed_rl.agents.r2d2.learner, seed_rl.agents.vtrace.learner'),
     (['seed_rl.environments.atari.vtrace_main', '--measure_ceiling_secs=0'],
      '--measure_ceiling_secs must be positive'),
     (['seed_rl.environments.atari.vtrace_main', 'extra'], 'Too many command-line arguments'),
