@@ -127,6 +127,8 @@ def learner_flags(args: argparse.Namespace, logdir: pathlib.Path) -> list[str]:
           '--save_checkpoint_secs=100000'] + (
               [] if args.unroll_queue_max_size is None
               else [f'--unroll_queue_max_size={args.unroll_queue_max_size}']) + (
+              [] if args.inference_batch_size is None
+              else [f'--inference_batch_size={args.inference_batch_size}']) + (
                   ['--double_buffered_acting'] if args.double_buffered_acting else [])
 
 
@@ -235,6 +237,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   parser.add_argument('--unroll_queue_max_size', type=int, default=None,
                       help="unrolls that may wait for training (default: the agent's, V-trace 1, "
                            'R2D2 100): more overlaps acting with training, at a policy lag')
+  parser.add_argument('--inference_batch_size', type=int, default=None,
+                      help='rows per inference batch (default: the learner\'s, '
+                      'max(env_batch_size, num_envs // 2))')
   parser.add_argument('--double_buffered_acting', action='store_true',
                       help='actors step one half of their envs while the other half waits')
   parser.add_argument('--transport', choices=['grpc', 'shm'], default='grpc',
