@@ -75,17 +75,28 @@ class UnrollStore(tf.Module):
     new_positions = positions + 1
     self._index.scatter_update(tf.IndexedSlices(new_positions, env_ids))
 
-    completed_ids = tf.boolean_mask(env_ids, new_positions == self._full_length)
-    flat_unrolls = [var.sparse_read(completed_ids) for var in self._state]
+    completes = tf.equal(new_positions, self._full_length)
 
-    # Completed rows restart with their last `overlap + 1` steps in front.
-    keep = self._num_overlapping_steps + 1
-    for var, unroll in zip(self._state, flat_unrolls):
-      var.scatter_update(tf.IndexedSlices(tf.roll(unroll, shift=keep, axis=1), completed_ids))
-    self._index.scatter_update(tf.IndexedSlices(
-        tf.fill(tf.shape(completed_ids), keep), completed_ids))
-    unrolls = tf.nest.pack_sequence_as(self._structure.nest, flat_unrolls)
-    return tf.cast(completed_ids, tf.int64), unrolls
+    def take_completed():
+      completed_ids = tensors.select_rows(env_ids, completes)
+      flat_unrolls = [var.sparse_read(completed_ids) for var in self._state]
+      # Completed rows restart with their last `overlap + 1` steps in front.
+      keep = self._num_overlapping_steps + 1
+      for var, unroll in zip(self._state, flat_unrolls):
+        var.scatter_update(tf.IndexedSlices(tf.roll(unroll, shift=keep, axis=1),
+                                            completed_ids))
+      self._index.scatter_update(tf.IndexedSlices(
+          tf.fill(tf.shape(completed_ids), keep), completed_ids))
+      return tf.cast(completed_ids, tf.int64), flat_unrolls
+
+    def none_completed():
+      return (tf.zeros([0], tf.int64),
+              tensors.empty_rows(tf.nest.flatten(self._unroll_specs)))
+
+    # Most steps complete no unroll: they skip reading, rolling and rewriting rows.
+    completed_ids, flat_unrolls = tf.cond(tf.reduce_any(completes), take_completed,
+                                          none_completed)
+    return completed_ids, tf.nest.pack_sequence_as(self._structure.nest, flat_unrolls)
 
   @tf.function
   @tf.Module.with_name_scope

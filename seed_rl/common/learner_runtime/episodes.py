@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from seed_rl.common.learner_runtime import env_state
 from seed_rl.common.learner_runtime import queues
+from seed_rl.common.training import tensors
 from seed_rl.common.structures import EnvOutput
 
 # Statistics of one finished episode, and the environment that played it.
@@ -40,7 +41,7 @@ class EpisodeStats(object):
     The reward that comes with `done` is the last reward of the old episode.
     """
     self._running.add(env_ids, (0, env_outputs.reward, raw_rewards))
-    done_ids = tf.boolean_mask(env_ids, env_outputs.done)
+    done_ids = tensors.select_rows(env_ids, env_outputs.done)
     self._finished.enqueue_many(EpisodeInfo(*self._running.read(done_ids), done_ids))
     self._running.reset(done_ids)
     self._running.add(env_ids, (num_action_repeats, 0., 0.))

@@ -16,6 +16,7 @@ from seed_rl.common.learner_runtime import agent as agent_lib
 from seed_rl.common.learner_runtime import env_state
 from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import restarts
+from seed_rl.common.training import tensors
 
 # One unroll as training sees it: the recurrent state before its first step, then `[T+1, ...]`
 # (plus `burn_in`) steps of previous action, env output and agent output.
@@ -61,7 +62,7 @@ class EnvStates(tf.Module):
     """Starts the state of `env_ids` afresh: new actor, no history."""
     self._agent_states.replace(env_ids, initial_state(tf.size(env_ids)))
     self._actions.reset(env_ids)
-    training_ids = tf.boolean_mask(env_ids, env_ids < self.num_training_envs)
+    training_ids = tensors.select_rows(env_ids, env_ids < self.num_training_envs)
     initial_states = initial_state(tf.size(training_ids))
 
     def reset_unrolls():
@@ -98,9 +99,8 @@ class EnvStates(tf.Module):
       prev_agent_states: the recurrent states before this step, `[N, ...]`.
       step: `(prev_actions, env_outputs, agent_outputs)`, each `[N, ...]`.
     """
-    is_training = env_ids < self.num_training_envs
-    select = lambda nest: tf.nest.map_structure(lambda t: tf.boolean_mask(t, is_training), nest)
-    env_ids, prev_agent_states, step = select((env_ids, prev_agent_states, step))
+    env_ids, prev_agent_states, step = tensors.select_rows(
+        (env_ids, prev_agent_states, step), env_ids < self.num_training_envs)
     return self._unroll_lock.execute(
         lambda: self._append_training_steps(env_ids, prev_agent_states, step))
 
@@ -108,16 +108,25 @@ class EnvStates(tf.Module):
   def _append_training_steps(self, env_ids, prev_agent_states, step) -> Tuple[Unroll, tf.Tensor]:
     starts_next = self._store.starts_next_unroll(env_ids)
     self._next_first_agent_states.replace(
-        tf.boolean_mask(env_ids, starts_next),
-        tf.nest.map_structure(lambda t: tf.boolean_mask(t, starts_next), prev_agent_states))
+        *tensors.select_rows((env_ids, prev_agent_states), starts_next))
     completed_ids, unrolls = self._store.append(env_ids, step)
-    unrolls = Unroll(self._first_agent_states.read(completed_ids), *unrolls)
-    self._first_agent_states.replace(completed_ids,
-                                     self._next_first_agent_states.read(completed_ids))
-    # Consecutive unrolls share their boundary step, the first one the next unroll trains on.
-    first_step_iterations = self._first_step_iterations.read(completed_ids)
-    self._first_step_iterations.replace(completed_ids, self._fill_iteration(completed_ids))
-    return unrolls, first_step_iterations
+
+    def start_next_unrolls():
+      first_agent_states = self._first_agent_states.read(completed_ids)
+      self._first_agent_states.replace(completed_ids,
+                                       self._next_first_agent_states.read(completed_ids))
+      # Consecutive unrolls share their boundary step, the first one the next unroll trains on.
+      first_step_iterations = self._first_step_iterations.read(completed_ids)
+      self._first_step_iterations.replace(completed_ids, self._fill_iteration(completed_ids))
+      return first_agent_states, first_step_iterations
+
+    def none_completed():
+      return tensors.empty_rows((self.unroll_specs.agent_state,
+                                 tf.TensorSpec([], tf.int64)))
+
+    first_agent_states, first_step_iterations = tf.cond(
+        tf.size(completed_ids) > 0, start_next_unrolls, none_completed)
+    return Unroll(first_agent_states, *unrolls), first_step_iterations
 
 
 @tf.autograph.experimental.do_not_convert
@@ -131,6 +140,20 @@ def _finite_rows(nest) -> tf.Tensor:
   return finite
 
 
+@tf.autograph.experimental.do_not_convert
+def _if_any(values, fn: Callable[[], None]) -> None:
+  """Runs `fn` (state updates) only when `values` (`[N]`; booleans: any True) has any element:
+  the rare case skips its ops in every batch."""
+  values = tf.convert_to_tensor(values)
+  any_element = tf.reduce_any(values) if values.dtype == tf.bool else tf.size(values) > 0
+
+  def run():
+    fn()
+    return tf.constant(True)
+
+  tf.cond(any_element, run, lambda: tf.constant(False))
+
+
 def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
                         stats: episodes.EpisodeStats, unroll_queue, specs: Specs,
                         batch_size: int, num_action_repeats: int, device: str):
@@ -142,8 +165,10 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
     envs_needing_reset, kept_rows, env_ids, (env_outputs, raw_rewards) = (
         restarts.detect_restarts(env_states.run_ids, env_ids, run_ids,
                                  (env_outputs, raw_rewards)))
-    stats.reset(envs_needing_reset)
-    env_states.reset(envs_needing_reset, agent.initial_state)
+    def reset_restarted_envs():
+      stats.reset(envs_needing_reset)
+      env_states.reset(envs_needing_reset, agent.initial_state)
+    _if_any(envs_needing_reset, reset_restarted_envs)
     if not agent.supports_abandoned_episodes:  # It takes them as terminal.
       env_outputs = env_outputs._replace(abandoned=tf.zeros_like(env_outputs.abandoned))
     stats.update(env_ids, env_outputs, raw_rewards, num_action_repeats)
@@ -159,12 +184,14 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
     # A row whose outputs are not finite (inputs of absurd magnitude) is neither stored nor
     # kept: its environment starts afresh, as after an actor restart, and gets action 0.
     finite = _finite_rows((agent_outputs, agent_states))
-    kept_rows = tf.boolean_mask(kept_rows, finite)
-    env_states.reset(tf.boolean_mask(env_ids, ~finite), agent.initial_state)
-    env_ids, prev_agent_states, step, agent_states = tf.nest.map_structure(
-        lambda t: tf.boolean_mask(t, finite),
-        (env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs), agent_states))
-    unroll_queue.enqueue_many(*env_states.append(env_ids, prev_agent_states, step))
+    _if_any(tf.logical_not(finite),
+            lambda: env_states.reset(tensors.select_rows(env_ids, ~finite), agent.initial_state))
+    kept_rows, env_ids, prev_agent_states, step, agent_states = tensors.select_rows(
+        (kept_rows, env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs),
+         agent_states), finite)
+    unrolls, first_step_iterations = env_states.append(env_ids, prev_agent_states, step)
+    _if_any(first_step_iterations, lambda: unroll_queue.enqueue_many(unrolls,
+                                                                     first_step_iterations))
     env_states.update(env_ids, step[2].action, agent_states)
     # Dropped rows (a dead actor's last call) get action 0; nobody waits for them.
     return restarts.scatter_rows(kept_rows, step[2].action, batch_size)

@@ -7,6 +7,7 @@ compares it with the last one it saw to know when an environment's state must st
 import tensorflow as tf
 
 from seed_rl.common.learner_runtime import env_state
+from seed_rl.common.training import tensors
 
 
 @tf.autograph.experimental.do_not_convert
@@ -36,22 +37,39 @@ def detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch)
   """
   env_ids = tf.convert_to_tensor(env_ids)
   padding = env_ids < 0
-  first = _first_of_repeated_rows(env_ids, run_ids, padding)
   previous_run_ids = env_run_ids.read(tf.where(padding, tf.zeros_like(env_ids), env_ids))
+  # The usual batch, every row an env id of its own with the run id it had, keeps every row and
+  # changes nothing; the other cases take the ops that sort them out.
+  usual = tf.logical_and(
+      tf.logical_and(tf.logical_not(tf.reduce_any(padding)),
+                     tf.reduce_all(tf.equal(previous_run_ids, run_ids))),
+      tf.equal(tf.size(tf.unique(env_ids)[0]), tf.size(env_ids)))
+
+  def unchanged():
+    return (tf.zeros([0], env_ids.dtype), tf.where(tf.ones_like(padding)), env_ids, batch)
+
+  def sort_out():
+    return _detect_restarts(env_run_ids, env_ids, run_ids, batch, padding, previous_run_ids)
+
+  return tf.cond(usual, unchanged, sort_out)
+
+
+@tf.autograph.experimental.do_not_convert
+def _detect_restarts(env_run_ids: env_state.PerEnvState, env_ids, run_ids, batch, padding,
+                     previous_run_ids):
+  """`detect_restarts` of a batch with padding, repeated env ids or new run ids."""
+  first = _first_of_repeated_rows(env_ids, run_ids, padding)
   new_run = tf.logical_and(tf.not_equal(previous_run_ids, run_ids), first)
   superseded = _superseded_new_runs(env_ids, new_run)
   reset_mask = tf.logical_and(new_run, tf.logical_not(superseded))
   candidates = tf.logical_and(first, tf.logical_not(superseded))
-  envs_needing_reset = tf.boolean_mask(env_ids, reset_mask)
-  kept_candidates, _ = get_non_dying_envs(envs_needing_reset,
-                                          tf.boolean_mask(reset_mask, candidates),
-                                          tf.boolean_mask(env_ids, candidates))
+  envs_needing_reset = tensors.select_rows(env_ids, reset_mask)
+  kept_candidates, _ = get_non_dying_envs(
+      envs_needing_reset, *tensors.select_rows((reset_mask, env_ids), candidates))
   kept_mask = tf.cast(tf.scatter_nd(tf.where(candidates), tf.cast(kept_candidates, tf.int32),
                                     tf.shape(env_ids, tf.int64)), tf.bool)
-  kept_env_ids = tf.boolean_mask(env_ids, kept_mask)
-  run_ids, batch = tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept_mask),
-                                         (run_ids, batch))
-  _print_if_any('Environment ids needing reset:', envs_needing_reset)
+  kept_env_ids, run_ids, batch = tensors.select_rows((env_ids, run_ids, batch), kept_mask)
+  _print_if_any('Environment ids needing reset:', env_ids, reset_mask)
   env_run_ids.replace(kept_env_ids, run_ids)
   return envs_needing_reset, tf.where(kept_mask), kept_env_ids, batch
 
@@ -69,8 +87,8 @@ def _first_of_repeated_rows(env_ids, run_ids, padding):
   positions = tf.range(tf.size(env_ids))
   first_position = tf.math.unsorted_segment_min(positions, pair_index, tf.size(env_ids))
   first = tf.equal(tf.gather(first_position, pair_index), positions)
-  _print_if_any('Dropping repeated rows of environment ids:',
-                tf.boolean_mask(env_ids, tf.logical_not(first | padding)))
+  _print_if_any('Dropping repeated rows of environment ids:', env_ids,
+                tf.logical_not(first | padding))
   return tf.logical_and(first, tf.logical_not(padding))
 
 
@@ -85,7 +103,7 @@ def _superseded_new_runs(env_ids, new_run):
       tf.where(new_run, positions, -1), env_index, tf.size(env_ids))
   superseded = tf.logical_and(new_run, tf.gather(last_new_position, env_index) > positions)
   _print_if_any('Dropping rows of environment ids that a later row of the batch restarts with '
-                'another new run id:', tf.boolean_mask(env_ids, superseded))
+                'another new run id:', env_ids, superseded)
   return superseded
 
 
@@ -111,10 +129,9 @@ def get_non_dying_envs(envs_needing_reset, reset_mask, env_ids):
       env_ids[:, tf.newaxis] == tf.cast(envs_needing_reset, env_ids.dtype)[tf.newaxis, :],
       axis=1)
   dying = tf.logical_and(needs_reset, tf.logical_not(reset_mask))
-  _print_if_any('Dropping dying transitions of environment ids:',
-                tf.boolean_mask(env_ids, dying))
+  _print_if_any('Dropping dying transitions of environment ids:', env_ids, dying)
   nondying_mask = tf.logical_not(dying)
-  nondying_env_ids = tf.boolean_mask(env_ids, nondying_mask)
+  nondying_env_ids = tensors.select_rows(env_ids, nondying_mask)
   with tf.control_dependencies([env_state.assert_unique_ids(
       nondying_env_ids, 'Environment ids appear more than once in one inference batch '
       'after removing dying transitions (an actor restarted twice within one batch?)')]):
@@ -128,8 +145,9 @@ def scatter_rows(kept_rows, values, batch_size: int):
   return tf.scatter_nd(kept_rows, values, shape)
 
 
-def _print_if_any(message: str, values) -> None:
-  """Prints `values` after `message` when there are any, in a graph as eagerly."""
+def _print_if_any(message: str, values, mask) -> None:
+  """Prints the rows of `values` that `mask` selects after `message` when there are any, in a
+  graph as eagerly (selected only then)."""
   def print_values():
-    tf.print(message, values)
-  tf.cond(tf.size(values) > 0, print_values, lambda: None)
+    tf.print(message, tensors.select_rows(values, mask))
+  tf.cond(tf.reduce_any(mask), print_values, lambda: None)

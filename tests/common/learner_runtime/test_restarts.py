@@ -1,5 +1,6 @@
 """Tests of seed_rl.common.learner_runtime.restarts: stale rows of restarted actors."""
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -87,3 +88,18 @@ def test_padding_rows_are_dropped_before_any_env_state_is_read(capfd):
           kept_env_ids.numpy().tolist(), values.numpy().tolist()) == ([1], [0], [1], [0])
   assert run_ids.read(tf.constant([0, 1])).numpy().tolist() == [0, 5]
   assert 'Dropping' not in capfd.readouterr().err  # Padding is not news.
+
+
+def test_the_usual_batch_takes_the_shortcut_to_what_the_general_path_gives():
+  # The usual batch: distinct env ids with the run ids they had. The general path, run on the
+  # same state, gives the same rows and resets nothing.
+  run_ids = env_state.PerEnvState(4, tf.TensorSpec([], tf.int64))
+  _detect(run_ids, [0, 1, 2, 3], [5, 6, 7, 8])
+  env_ids, rows = tf.constant([3, 1, 0], tf.int32), tf.constant([8, 6, 5], tf.int64)
+  values = (tf.constant([1., 2., 3.]),)
+  shortcut = restarts.detect_restarts(run_ids, env_ids, rows, values)
+  general = restarts._detect_restarts(run_ids, env_ids, rows, values, env_ids < 0,
+                                      run_ids.read(env_ids))
+  tf.nest.map_structure(np.testing.assert_array_equal, shortcut, general)
+  assert shortcut[0].numpy().tolist() == [] and shortcut[2].numpy().tolist() == [3, 1, 0]
+  assert run_ids.read(tf.range(4)).numpy().tolist() == [5, 6, 7, 8]

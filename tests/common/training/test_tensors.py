@@ -35,3 +35,25 @@ def test_split_structure_including_zero_prefix():
   np.testing.assert_array_equal(suffix[0], range(5))
   prefix, suffix = tensors.split_structure(nest[1], 1, axis=1)
   np.testing.assert_array_equal(prefix['a'][:, 0], range(0, 10, 2))
+
+
+def test_select_rows_gives_each_leafs_boolean_mask_in_a_graph_too():
+  nest = (tf.range(4), {'frames': tf.cast(tf.reshape(tf.range(24), [4, 3, 2]), tf.uint8),
+                        'none': ()})
+  mask = tf.constant([True, False, True, True])
+  selected = tensors.select_rows(nest, mask)
+  expected = tf.nest.map_structure(lambda t: tf.boolean_mask(t, mask), nest)
+  tf.nest.map_structure(np.testing.assert_array_equal, selected, expected)
+  assert selected[1]['frames'].dtype == tf.uint8
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.bool)])
+  def select(mask):
+    return tensors.select_rows(nest, mask)
+
+  assert select(tf.constant([False] * 4))[1]['frames'].shape == (0, 3, 2)
+  np.testing.assert_array_equal(select(tf.constant([False, True, False, False]))[0], [1])
+
+
+def test_empty_rows_match_their_specs():
+  empty = tensors.empty_rows((tf.TensorSpec([2, 3], tf.uint8), tf.TensorSpec([], tf.int64)))
+  assert [(t.shape, t.dtype) for t in empty] == [((0, 2, 3), tf.uint8), ((0,), tf.int64)]
