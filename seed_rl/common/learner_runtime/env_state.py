@@ -170,11 +170,13 @@ class PerEnvState(tf.Module):
   @tf.Module.with_name_scope
   def replace(self, env_ids, values, debug_op_name: str = '', debug_tensors=None):
     """Overwrites the state of `env_ids` (rank-1, without duplicates) with `values`."""
+    tf.nest.assert_same_structure(self._structure.nest, values)
+    if not self._state:
+      return  # A state without leaves (a network without memory): nothing to check or write.
     env_ids = tf.convert_to_tensor(env_ids)
     where = f'{self.name} {debug_op_name}'.strip()
     tf.debugging.assert_rank(env_ids, 1, message=f'env_ids must be rank 1 in {where}')
     with tf.control_dependencies([assert_unique_ids(
         env_ids, f'Duplicate environment ids in {where}', debug_tensors or ())]):
-      tf.nest.assert_same_structure(self._structure.nest, values)
       for var, value in zip(self._state, tf.nest.flatten(values)):
         var.scatter_update(tf.IndexedSlices(value, env_ids))

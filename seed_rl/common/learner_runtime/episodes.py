@@ -41,9 +41,14 @@ class EpisodeStats(object):
     The reward that comes with `done` is the last reward of the old episode.
     """
     self._running.add(env_ids, (0, env_outputs.reward, raw_rewards))
-    done_ids = tensors.select_rows(env_ids, env_outputs.done)
-    self._finished.enqueue_many(EpisodeInfo(*self._running.read(done_ids), done_ids))
-    self._running.reset(done_ids)
+
+    def finish_episodes():
+      done_ids = tensors.select_rows(env_ids, env_outputs.done)
+      self._finished.enqueue_many(EpisodeInfo(*self._running.read(done_ids), done_ids))
+      self._running.reset(done_ids)
+
+    # Few batches end an episode: the others skip reading, queueing and resetting rows.
+    tensors.run_if_any(env_outputs.done, finish_episodes)
     self._running.add(env_ids, (num_action_repeats, 0., 0.))
 
   def dequeue_finished(self) -> EpisodeInfo:

@@ -140,20 +140,6 @@ def _finite_rows(nest) -> tf.Tensor:
   return finite
 
 
-@tf.autograph.experimental.do_not_convert
-def _if_any(values, fn: Callable[[], None]) -> None:
-  """Runs `fn` (state updates) only when `values` (`[N]`; booleans: any True) has any element:
-  the rare case skips its ops in every batch."""
-  values = tf.convert_to_tensor(values)
-  any_element = tf.reduce_any(values) if values.dtype == tf.bool else tf.size(values) > 0
-
-  def run():
-    fn()
-    return tf.constant(True)
-
-  tf.cond(any_element, run, lambda: tf.constant(False))
-
-
 def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
                         stats: episodes.EpisodeStats, unroll_queue, specs: Specs,
                         batch_size: int, num_action_repeats: int, device: str):
@@ -168,7 +154,7 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
     def reset_restarted_envs():
       stats.reset(envs_needing_reset)
       env_states.reset(envs_needing_reset, agent.initial_state)
-    _if_any(envs_needing_reset, reset_restarted_envs)
+    tensors.run_if_any(envs_needing_reset, reset_restarted_envs)
     if not agent.supports_abandoned_episodes:  # It takes them as terminal.
       env_outputs = env_outputs._replace(abandoned=tf.zeros_like(env_outputs.abandoned))
     stats.update(env_ids, env_outputs, raw_rewards, num_action_repeats)
@@ -184,14 +170,14 @@ def create_inference_fn(agent: agent_lib.LearnerAgent, env_states: EnvStates,
     # A row whose outputs are not finite (inputs of absurd magnitude) is neither stored nor
     # kept: its environment starts afresh, as after an actor restart, and gets action 0.
     finite = _finite_rows((agent_outputs, agent_states))
-    _if_any(tf.logical_not(finite),
-            lambda: env_states.reset(tensors.select_rows(env_ids, ~finite), agent.initial_state))
+    tensors.run_if_any(tf.logical_not(finite), lambda: env_states.reset(
+        tensors.select_rows(env_ids, ~finite), agent.initial_state))
     kept_rows, env_ids, prev_agent_states, step, agent_states = tensors.select_rows(
         (kept_rows, env_ids, prev_agent_states, (prev_actions, env_outputs, agent_outputs),
          agent_states), finite)
     unrolls, first_step_iterations = env_states.append(env_ids, prev_agent_states, step)
-    _if_any(first_step_iterations, lambda: unroll_queue.enqueue_many(unrolls,
-                                                                     first_step_iterations))
+    tensors.run_if_any(first_step_iterations,
+                       lambda: unroll_queue.enqueue_many(unrolls, first_step_iterations))
     env_states.update(env_ids, step[2].action, agent_states)
     # Dropped rows (a dead actor's last call) get action 0; nobody waits for them.
     return restarts.scatter_rows(kept_rows, step[2].action, batch_size)

@@ -1,6 +1,8 @@
 """Helpers on nests of tensors: time-major layout, splitting along time, selecting rows,
 variables per spec."""
 
+from typing import Any, Callable
+
 import tensorflow as tf
 
 
@@ -41,6 +43,20 @@ def select_rows(structure, mask):
   """
   rows = tf.reshape(tf.where(mask), [-1])
   return tf.nest.map_structure(lambda t: tf.gather(t, rows), structure)
+
+
+@tf.autograph.experimental.do_not_convert
+def run_if_any(values, fn: Callable[[], Any]) -> None:
+  """Runs `fn` (state updates, in a graph as eagerly) only when `values` (`[N]`; booleans: any
+  of them True) has any element: a rare case's ops are skipped in the usual one."""
+  values = tf.convert_to_tensor(values)
+  any_element = tf.reduce_any(values) if values.dtype == tf.bool else tf.size(values) > 0
+
+  def run():
+    fn()
+    return tf.constant(True)
+
+  tf.cond(any_element, run, lambda: tf.constant(False))
 
 
 def empty_rows(specs):
