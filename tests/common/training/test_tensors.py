@@ -57,3 +57,19 @@ def test_select_rows_gives_each_leafs_boolean_mask_in_a_graph_too():
 def test_empty_rows_match_their_specs():
   empty = tensors.empty_rows((tf.TensorSpec([2, 3], tf.uint8), tf.TensorSpec([], tf.int64)))
   assert [(t.shape, t.dtype) for t in empty] == [((0, 2, 3), tf.uint8), ((0,), tf.int64)]
+
+
+def test_run_if_any_runs_its_updates_only_when_there_is_anything():
+  runs = tf.Variable(0)
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.bool)])
+  def count(ids, flags):
+    tensors.run_if_any(ids, lambda: runs.assign_add(1))
+    tensors.run_if_any(flags, lambda: runs.assign_add(10))
+
+  count(tf.zeros([0], tf.int32), tf.constant([False, False]))
+  assert runs.numpy() == 0
+  count(tf.constant([3]), tf.constant([False, True]))
+  assert runs.numpy() == 11
+  tensors.run_if_any(tf.constant([7]), lambda: runs.assign_add(100))  # Eagerly too.
+  assert runs.numpy() == 111
