@@ -148,6 +148,4 @@ def scatter_rows(kept_rows, values, batch_size: int):
 def _print_if_any(message: str, values, mask) -> None:
   """Prints the rows of `values` that `mask` selects after `message` when there are any, in a
   graph as eagerly (selected only then)."""
-  def print_values():
-    tf.print(message, tensors.select_rows(values, mask))
-  tf.cond(tf.reduce_any(mask), print_values, lambda: None)
+  tensors.run_if_any(mask, lambda: tf.print(message, tensors.select_rows(values, mask)))
