@@ -1,5 +1,5 @@
-"""Helpers on nests of tensors: time-major layout, splitting along time, selecting rows,
-variables per spec."""
+"""Helpers on nests of tensors: time-major layout, splitting along time, selecting rows, updates
+run only when needed, variables per spec."""
 
 from typing import Any, Callable
 
@@ -47,8 +47,9 @@ def select_rows(structure, mask):
 
 @tf.autograph.experimental.do_not_convert
 def run_if_any(values, fn: Callable[[], Any]) -> None:
-  """Runs `fn` (state updates, in a graph as eagerly) only when `values` (`[N]`; booleans: any
-  of them True) has any element: a rare case's ops are skipped in the usual one."""
+  """Runs `fn` (state updates, in a graph as eagerly) only when `values`, a `[N]` tensor, has an
+  element (of booleans: one that is True), so that a rare case's ops are skipped in the usual
+  one."""
   values = tf.convert_to_tensor(values)
   any_element = tf.reduce_any(values) if values.dtype == tf.bool else tf.size(values) > 0
 
