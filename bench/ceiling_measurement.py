@@ -26,7 +26,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -72,16 +72,28 @@ class SyntheticUnrollQueue(object):
     return tf.nest.map_structure(lambda t: t[:n], self._unrolls)
 
 
-def time_calls(fn: Callable[[], Any], seconds: float) -> float:
-  """Mean seconds of `fn()` over at least `seconds` (and `_MIN_TIMED_CALLS` calls), after one
-  untimed call (tracing, filling a replay)."""
+class CallCost(NamedTuple):
+  """Mean cost of one call, in seconds: wall time and this process's CPU time (all threads)."""
+  wall_secs: float
+  cpu_secs: float
+
+
+def time_call_costs(fn: Callable[[], Any], seconds: float) -> CallCost:
+  """Mean wall and CPU time of `fn()` over at least `seconds` (and `_MIN_TIMED_CALLS` calls),
+  after one untimed call (tracing, filling a replay)."""
   fn()
   calls = 0
-  start = time.perf_counter()
+  start, cpu_start = time.perf_counter(), time.process_time()
   while calls < _MIN_TIMED_CALLS or time.perf_counter() - start < seconds:
     fn()
     calls += 1
-  return (time.perf_counter() - start) / calls
+  return CallCost((time.perf_counter() - start) / calls,
+                  (time.process_time() - cpu_start) / calls)
+
+
+def time_calls(fn: Callable[[], Any], seconds: float) -> float:
+  """Mean seconds of `fn()`, as `time_call_costs` measures them."""
+  return time_call_costs(fn, seconds).wall_secs
 
 
 def _inference_call(agent: agent_lib.LearnerAgent, specs: inference.Specs, rows: int,

@@ -21,9 +21,8 @@ pays on top of its network's compute (`bench.end_to_end`'s "pipeline's learner" 
 
 import statistics
 import sys
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from absl import app
 from absl import flags
@@ -34,26 +33,6 @@ USAGE = ('usage: python -m bench.inference_bookkeeping ENTRY_POINT_MODULE '
          '[--measure_secs=S] [--rounds=N] [its flags]')
 # Completed unrolls left in the queue before the bench takes them off, as training would.
 _UNROLLS_KEPT = 64
-
-
-class CallCost(NamedTuple):
-  """Per call, in seconds: wall time and this process's CPU time (all its threads)."""
-  wall_secs: float
-  cpu_secs: float
-
-
-def time_calls(call: Callable[[int], Any], seconds: float,
-               after_call: Callable[[int], Any] = lambda n: None) -> CallCost:
-  """Mean cost of `call(n)` (n = 0, 1, ...) over `seconds` (at least two calls), after one
-  untimed call; `after_call(n)` runs after each and is timed with it."""
-  call(0)
-  calls = 0
-  wall, cpu = time.perf_counter(), time.process_time()
-  while calls < 2 or time.perf_counter() - wall < seconds:
-    call(calls)
-    after_call(calls)
-    calls += 1
-  return CallCost((time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls)
 
 
 class _LearnerInference(object):
@@ -86,14 +65,14 @@ class _LearnerInference(object):
       inputs = (tf.range(first_env, first_env + rows), tf.ones([rows], tf.int64), env_outputs,
                 tf.zeros([rows]))
       self._batches.append([t.numpy() for t in tf.nest.flatten(inputs)])
+    self._calls = 0
 
-  def __call__(self, n: int) -> Any:
-    """Runs the function on the n-th batch: the actors' calls in turn."""
-    return self._run(self._batches[n % len(self._batches)])
-
-  def take_unrolls(self, n: int) -> None:
-    """Empties the unroll queue now and then, as training does."""
-    if n % _UNROLLS_KEPT == 0 and int(self._queue.size()) > _UNROLLS_KEPT:
+  def __call__(self) -> None:
+    """Runs the function on the next batch (the actors' calls in turn); now and then empties
+    the unroll queue, as training does."""
+    self._run(self._batches[self._calls % len(self._batches)])
+    self._calls += 1
+    if self._calls % _UNROLLS_KEPT == 0 and int(self._queue.size()) > _UNROLLS_KEPT:
       self._queue.dequeue_many(self._queue.size())
 
 
@@ -120,8 +99,8 @@ def measure(agent: Any, create_env_fn: Callable[[int, Any], Any], config: Any, s
       agent, specs, config.inference_batch_size, device)
   function_costs, policy_costs = [], []
   for _ in range(rounds):
-    function_costs.append(time_calls(function, seconds, function.take_unrolls))
-    policy_costs.append(time_calls(lambda n: policy(), seconds))
+    function_costs.append(ceiling_measurement.time_call_costs(function, seconds))
+    policy_costs.append(ceiling_measurement.time_call_costs(policy, seconds))
   median = lambda costs, field: statistics.median(getattr(cost, field) for cost in costs)
   return {'inference_batch_size': config.inference_batch_size,
           'function_wall_secs': median(function_costs, 'wall_secs'),

@@ -1,6 +1,7 @@
 """Tests of the ceiling's inference call: the learner's server's way of calling a function."""
 
 import collections
+import time
 
 import numpy as np
 import pytest
@@ -71,3 +72,19 @@ def test_inference_call_takes_an_agent_without_recurrent_state():
   outputs = infer()
   assert len(outputs) == 1 and outputs[0].shape == (2,)
   assert outputs[0].dtype == np.int32
+
+
+def test_call_costs_are_means_over_the_timed_calls_after_an_untimed_one():
+  calls = []
+
+  def busy():
+    calls.append(None)
+    start = time.process_time()
+    while time.process_time() - start < 0.002:  # 2 ms of this thread's CPU.
+      pass
+
+  cost = ceiling_measurement.time_call_costs(busy, 0.05)
+  assert len(calls) >= 3  # One untimed call, then at least two timed ones.
+  assert 0.002 <= cost.cpu_secs <= cost.wall_secs * 2 + 0.001
+  assert cost.wall_secs >= 0.002
+  assert ceiling_measurement.time_calls(busy, 0.01) >= 0.002
