@@ -33,7 +33,6 @@ import tensorflow as tf
 from bench import ceiling
 from bench import overlapped_compute
 from seed_rl.common.learner_runtime import agent as agent_lib
-from seed_rl.common.learner_runtime import devices
 from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import runtime
@@ -166,7 +165,7 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
   """
   config = runtime.validate_config(config)
   agent.validate_config()
-  settings = devices.init_learner(config.num_training_tpus)
+  settings = runtime.init_devices(config)
   specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config.env_config)
   rows = config.inference_batch_size
   frames_per_inference = rows * config.num_action_repeats

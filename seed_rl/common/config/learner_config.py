@@ -61,6 +61,8 @@ class LearnerConfig(flag_config.FlagConfig):
       the calling actor; 0: no bound.
     refuse_rewards_above: rewards beyond this absolute value are refused for the calling actor;
       0: no bound.
+    mixed_precision: 'bfloat16' runs a CPU learner's matrix products and convolutions in
+      bfloat16; 'auto' where the CPU has native bfloat16; 'off': float32 (`precision`).
     flag_values: the flags the config was read from (`from_flags`), None for a config made in
       code. Environment factories receive them (`env_config`), the learner records them in its
       logdir and sends their non-default values to the actors. Not compared.
@@ -97,6 +99,7 @@ class LearnerConfig(flag_config.FlagConfig):
   actor_takeover_grace_secs: float = 60.
   refuse_observations_above: float = 1e9
   refuse_rewards_above: float = 1e9
+  mixed_precision: str = 'off'
   flag_values: Optional[flags.FlagValues] = dataclasses.field(default=None, compare=False,
                                                                repr=False)
 

@@ -58,6 +58,11 @@ flags.DEFINE_float('refuse_observations_above', 1e9,
 flags.DEFINE_float('refuse_rewards_above', 1e9,
                    'Rewards beyond this absolute value are refused for the calling actor alone, '
                    'like NaN; 0: no bound. Not --max_abs_reward, which clips rewards in the loss.')
+flags.DEFINE_enum('mixed_precision', 'off', ['off', 'bfloat16', 'auto'],
+                  'bfloat16: a learner computing on the CPU runs its matrix products and '
+                  'convolutions in bfloat16 (variables, losses and checkpoints stay float32); '
+                  'auto: bfloat16 where that CPU has native bfloat16 (AMX or AVX512-BF16), else '
+                  'float32; off: float32.')
 
 
 #: The shared flags whose default is the agent's (None until its config fills it in).

@@ -30,6 +30,7 @@ from seed_rl.common.learner_runtime import episodes
 from seed_rl.common.learner_runtime import inference
 from seed_rl.common.learner_runtime import input_checks
 from seed_rl.common.learner_runtime import lifecycle
+from seed_rl.common.learner_runtime import precision
 from seed_rl.common.learner_runtime import progress_logger
 from seed_rl.common.learner_runtime import run_record
 from seed_rl.common.learner_runtime import starvation
@@ -46,6 +47,14 @@ def validate_config(config: LearnerConfig) -> LearnerConfig:
   """The checks every learner makes before it starts; returns `config` with
   `inference_batch_size=-1` resolved."""
   return checks.validate_runtime_config(config)
+
+
+def init_devices(config: LearnerConfig) -> devices.Settings:
+  """The learner's devices (`devices.init_learner`), with TensorFlow set to compute in the
+  config's precision (`precision.apply`): call it before any of the learner's functions runs."""
+  settings = devices.init_learner(config.num_training_tpus)
+  precision.apply(config.mixed_precision, devices.learner_devices()[0])
+  return settings
 
 
 def _probe_spaces(create_env_fn: Callable[[int, Any], Any], env_config: Any):
@@ -117,7 +126,7 @@ class _Learner(object):
     if config.seed is not None:
       tf.random.set_seed(config.seed)
     self._agent, self._config = agent, config
-    settings = devices.init_learner(config.num_training_tpus)
+    settings = init_devices(config)
     self._strategy, self._inference_devices = settings.strategy, settings.inference_devices
     batch_size = agent.minimize_batch_size()
     if batch_size % self._strategy.num_replicas_in_sync:

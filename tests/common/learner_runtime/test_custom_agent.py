@@ -18,6 +18,7 @@ from seed_rl.common import env_wrappers
 from seed_rl.common import learner_runtime
 from seed_rl.common import parametric_distribution
 from seed_rl.common.config.learner_config import LearnerConfig
+from seed_rl.common.learner_runtime import precision
 from seed_rl.common.structures import EnvOutput
 from seed_rl.common.training import tensors
 from seed_rl.environments.gym import env as gym_env
@@ -139,3 +140,33 @@ def test_a_new_agent_trains_through_the_runtime(tmp_path):
     assert first >= last >= 0
   assert [step for step, _ in scalars['timing/minimize_secs']] == [400, 800]
   assert all(np.isfinite(value) for _, value in scalars['losses/value'])
+
+
+@pytest.mark.skipif(not precision.cpu_has_native_bfloat16(),
+                    reason='--mixed_precision=auto keeps float32 on a CPU without bfloat16')
+def test_mixed_precision_trains_in_bfloat16_and_keeps_float32_variables(tmp_path):
+  config = _config(tmp_path, mixed_precision='auto', total_environment_frames=200)
+  try:
+    learner = threading.Thread(target=learner_runtime.run, daemon=True, args=(
+        A2CAgent(config), gym_env.create_environment, _create_optimizer, config))
+    learner.start()
+    actor = threading.Thread(target=_act, args=(config, []), daemon=True)
+    actor.start()
+    learner.join(180)
+    actor.join(30)
+    assert not learner.is_alive() and not actor.is_alive()
+    # The learner set TensorFlow's rewrite for the functions it ran (test_precision.py shows
+    # what the rewrite computes).
+    assert tf.config.optimizer.get_experimental_options()[
+        'auto_mixed_precision_onednn_bfloat16']
+  finally:
+    precision.apply('off', 'CPU')
+  checkpoint = tf.train.latest_checkpoint(config.logdir)
+  assert checkpoint.endswith('ckpt-10')
+  weights = [tf.train.load_variable(checkpoint, name)
+             for name, _ in tf.train.list_variables(checkpoint) if name.startswith('agent/')]
+  assert weights and all(w.dtype == np.float32 and np.isfinite(w).all() for w in weights)
+  deadline = time.time() + 10
+  while 'losses/value' not in read_scalars(config.logdir) and time.time() < deadline:
+    time.sleep(0.2)
+  assert all(np.isfinite(value) for _, value in read_scalars(config.logdir)['losses/value'])
