@@ -2,6 +2,7 @@ r"""Sample Factory 2.1.1's APPO and seed_rl's V-trace on the same Atari shapes, 
 run on this machine: each side's frames/s, the medians and seed_rl / Sample Factory.
 
   python -m bench.sample_factory_side_by_side [--rounds 2] [--seconds 60] [--warmup_seconds 30]
+      [--mixed_precision bfloat16]
 
 Each round runs Sample Factory (`bench/sample_factory_train.py`, in its own virtualenv, made on
 first use by `bench/sample_factory_venv.sh`), then seed_rl (`bench/end_to_end.py`'s pipeline);
@@ -108,7 +109,8 @@ def seed_rl_args(args: argparse.Namespace) -> argparse.Namespace:
       f'--game={args.game}', f'--num_actors={args.num_actors}',
       f'--env_batch_size={args.env_batch_size}', f'--unroll_length={args.unroll_length}',
       f'--batch_size={args.batch_size}', f'--num_action_repeats={args.num_action_repeats}',
-      f'--seconds={args.seconds}', f'--warmup_seconds={args.warmup_seconds}'])
+      f'--seconds={args.seconds}', f'--warmup_seconds={args.warmup_seconds}'] + (
+          [] if args.mixed_precision is None else [f'--mixed_precision={args.mixed_precision}']))
 
 
 def _session_cpu_seconds(session: int) -> dict[int, float]:
@@ -204,6 +206,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                       dest='sample_factory_args',
                       help="one more of Sample Factory's flags (repeatable), e.g. "
                            '--sample_factory_arg=--worker_num_splits=2')
+  parser.add_argument('--mixed_precision', choices=['off', 'bfloat16', 'auto'], default=None,
+                      help="seed_rl's learner's --mixed_precision (default: its own, off)")
   parser.add_argument('--logdir', default=None, help='keep the logs in this new directory')
   return parser.parse_args(argv)
 

@@ -83,10 +83,12 @@ def test_command_line_and_entry_points():
 
 def test_queue_size_and_buffering_reach_the_learner_and_the_lag_is_read_from_its_log(tmp_path):
   args = end_to_end.parse_args(['--unroll_queue_max_size', '64', '--double_buffered_acting',
-                                 '--inference_batch_size', '16'])
+                                 '--inference_batch_size', '16', '--mixed_precision', 'bfloat16'])
   assert {'--unroll_queue_max_size=64', '--double_buffered_acting',
-          '--inference_batch_size=16'} <= set(end_to_end.learner_flags(args, tmp_path))
+          '--inference_batch_size=16', '--mixed_precision=bfloat16'} <= set(
+              end_to_end.learner_flags(args, tmp_path))
   assert not any('unroll_queue' in flag or 'double' in flag or 'inference_batch' in flag
+                 or 'precision' in flag
                  for flag in end_to_end.learner_flags(end_to_end.parse_args([]), tmp_path))
   log = ('I1204 10:00:01.000000 1 runtime.py:1] Progress: 40/100 environment frames '
          '(policy lag 9.0 iterations, at most 12)\n'

@@ -134,6 +134,9 @@ def test_seed_rl_gets_the_same_shapes_with_its_defaults(tmp_path):
       'batch_size': '32', 'num_action_repeats': '4'}
   assert flags['server_address'].startswith('shm:')
   assert 'unroll_queue_max_size' not in flags  # The agent's default.
+  assert 'mixed_precision' not in flags
+  args = side_by_side.seed_rl_args(side_by_side.parse_args(['--mixed_precision=bfloat16']))
+  assert _flag_values(end_to_end.learner_flags(args, tmp_path))['mixed_precision'] == 'bfloat16'
 
 
 @needs_sample_factory
