@@ -6,7 +6,8 @@ their gradients, compute in bfloat16, with casts around them: the variables, the
 update, the losses and everything the agent reads or writes stay float32, and so do checkpoints
 and the exported policy (the rewrite happens when a function runs, not in what is saved). On a
 CPU with native bfloat16 (AMX or AVX512-BF16) the network's compute costs much less; the
-results carry bfloat16's 8 bits of mantissa, as the original's matrix products did on TPUs.
+products' inputs keep bfloat16's 8 bits of mantissa, as on the TPUs the original trained on
+(their default for float32 matrix products).
 
 The rewrite only converts ops placed on the CPU: a learner computing on GPUs is refused
 `bfloat16` and keeps float32 with `auto`.

@@ -5,12 +5,15 @@ checks that the two are the same).
 """
 
 import dataclasses
+import pathlib
 import threading
 import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+from tensorflow.core.protobuf import saved_model_pb2
 
 from seed_rl import grpc
 from seed_rl.agents.vtrace import networks
@@ -166,6 +169,13 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_float32_variables(tmp_path
   weights = [tf.train.load_variable(checkpoint, name)
              for name, _ in tf.train.list_variables(checkpoint) if name.startswith('agent/')]
   assert weights and all(w.dtype == np.float32 and np.isfinite(w).all() for w in weights)
+  # The exported policy holds the graphs as traced: no op of it computes in bfloat16.
+  saved_model = saved_model_pb2.SavedModel.FromString(
+      (pathlib.Path(config.logdir) / 'saved_model' / 'saved_model.pb').read_bytes())
+  graph = saved_model.meta_graphs[0].graph_def
+  nodes = list(graph.node) + [node for f in graph.library.function for node in f.node_def]
+  assert nodes and not [node.name for node in nodes for value in node.attr.values()
+                        if types_pb2.DT_BFLOAT16 in [value.type, *value.list.type]]
   deadline = time.time() + 10
   while 'losses/value' not in read_scalars(config.logdir) and time.time() < deadline:
     time.sleep(0.2)
