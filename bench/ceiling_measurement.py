@@ -95,6 +95,18 @@ def time_calls(fn: Callable[[], Any], seconds: float) -> float:
   return time_call_costs(fn, seconds).wall_secs
 
 
+def build_agent(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], Any],
+                config: Any) -> tuple[Any, Any, inference.Specs]:
+  """`(config, settings, specs)`: `agent`'s networks created as its learner creates them, on
+  the learner's devices and in its precision, after the learner's checks of `config` (returned
+  with `inference_batch_size` resolved) and of the agent."""
+  config = runtime.validate_config(config)
+  agent.validate_config()
+  settings = runtime.init_devices(config)
+  specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config.env_config)
+  return config, settings, specs
+
+
 def _inference_call(agent: agent_lib.LearnerAgent, specs: inference.Specs, rows: int,
                     device: str) -> Callable[[], Any]:
   """One inference batch of `rows` rows: the agent's policy and exploration, called the way the
@@ -163,10 +175,7 @@ def measure(agent: agent_lib.LearnerAgent, create_env_fn: Callable[[int, Any], A
     two at once, see `bench.overlapped_compute`) and `frames_per_sec`, the ceiling: the better
     of the two.
   """
-  config = runtime.validate_config(config)
-  agent.validate_config()
-  settings = runtime.init_devices(config)
-  specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config.env_config)
+  config, settings, specs = build_agent(agent, create_env_fn, config)
   rows = config.inference_batch_size
   frames_per_inference = rows * config.num_action_repeats
   frames_per_unroll = agent.unroll_length() * config.num_action_repeats

@@ -86,12 +86,8 @@ def measure(agent: Any, create_env_fn: Callable[[int, Any], Any], config: Any, s
     `function_wall_secs`, `function_cpu_secs`, `policy_wall_secs`, `policy_cpu_secs`.
   """
   from bench import ceiling_measurement  # pylint: disable=g-import-not-at-top
-  from seed_rl.common.learner_runtime import runtime  # pylint: disable=g-import-not-at-top
 
-  config = runtime.validate_config(config)
-  agent.validate_config()
-  settings = runtime.init_devices(config)
-  specs = runtime.create_agent(agent, create_env_fn, settings.strategy, config.env_config)
+  config, settings, specs = ceiling_measurement.build_agent(agent, create_env_fn, config)
   device = settings.inference_devices[0]
   function = _LearnerInference(agent, specs, config, device)
   policy = ceiling_measurement._inference_call(  # pylint: disable=protected-access

@@ -1,5 +1,5 @@
-"""Tests of `--mixed_precision`: which precision each mode chooses, and that bfloat16 changes
-what the learner's functions compute and only that."""
+"""Tests of `--mixed_precision`: which precision each mode chooses, and that bfloat16 rounds the
+products of the functions run after it while their outputs and variables stay float32."""
 
 import numpy as np
 import pytest
